@@ -1,0 +1,30 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Compiled numba kernels are cached here so only the first run pays for compilation.
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: demo test proto install clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) -m scheduler_client.demo
+
+# Regenerate estimator/pb/ from proto/ (a test fails when the committed code is stale).
+proto: $(STAMP)
+	$(PY) -m estimator.pb.regenerate
+
+clean:
+	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis

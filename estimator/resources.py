@@ -1,0 +1,137 @@
+"""Resource names and quantities, the way Kubernetes counts them.
+
+Pure functions, no I/O. Quantities become exact integers at the edge (cpu in millicores,
+everything else in whole units, fractions rounded up as resource.Quantity.Value() does),
+so capacity arithmetic downstream is fixed-width int64 with no floats.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_CEILING, Decimal, localcontext
+from functools import lru_cache
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
+
+_HUGEPAGES_PREFIX = "hugepages-"
+_ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+_NATIVE_DOMAIN = "kubernetes.io/"
+_REQUESTS_PREFIX = "requests."
+
+# A qualified name (optional DNS-subdomain prefix + "/" + name), as validation.IsQualifiedName.
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+# <sign><digits>[.<digits>]<suffix>, suffix binary SI, decimal SI, or an e/E exponent.
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+|)$"
+)
+_BINARY_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_SUFFIX = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# Longer strings are not quantities anyone means; refusing them bounds the parse cost.
+_MAX_QUANTITY_LENGTH = 64
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity, or one too large for int64."""
+
+
+def _is_qualified_name(value: str) -> bool:
+    prefix, slash, name = value.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME_PART.match(name))
+
+
+def is_prefixed_native(name: str) -> bool:
+    return _NATIVE_DOMAIN in name
+
+
+def is_native(name: str) -> bool:
+    return "/" not in name or is_prefixed_native(name)
+
+
+def is_extended(name: str) -> bool:
+    """Extended resources: domain-prefixed, not *kubernetes.io/, valid as a quota name."""
+    if is_native(name) or name.startswith(_REQUESTS_PREFIX):
+        return False
+    return _is_qualified_name(_REQUESTS_PREFIX + name)
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(_HUGEPAGES_PREFIX)
+
+
+def is_scalar(name: str) -> bool:
+    """Scalar resources as the scheduler tracks them (util.IsScalarResourceName)."""
+    return (
+        is_extended(name)
+        or is_hugepages(name)
+        or is_prefixed_native(name)
+        or name.startswith(_ATTACHABLE_VOLUMES_PREFIX)
+    )
+
+
+def is_counted(name: str) -> bool:
+    """Names a node-fit check looks at: cpu, memory, ephemeral-storage and scalars.
+
+    `pods` is not counted here: every replica takes exactly one pod slot.
+    """
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar(name)
+
+
+@lru_cache(maxsize=4096)
+def parse_quantity(text: str) -> Decimal:
+    """Parse a Kubernetes quantity string exactly (no rounding)."""
+    if not isinstance(text, str):
+        raise QuantityError(f"quantity must be a string, got {type(text).__name__}")
+    if len(text) > _MAX_QUANTITY_LENGTH:
+        raise QuantityError(f"quantity {text[:20]!r}... is longer than {_MAX_QUANTITY_LENGTH} characters")
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise QuantityError(f"{text!r} is not a quantity (expected e.g. 500m, 2, 1536Mi, 1e3)")
+    number = Decimal(match["number"])
+    if match["sign"] == "-":
+        number = -number
+    suffix = match["suffix"]
+    with localcontext() as ctx:
+        ctx.prec = 400
+        ctx.Emax = 10_000
+        ctx.Emin = -10_000
+        if suffix in _BINARY_SUFFIX:
+            return number * (2 ** _BINARY_SUFFIX[suffix])
+        if suffix in _DECIMAL_SUFFIX:
+            return number.scaleb(_DECIMAL_SUFFIX[suffix])
+        exponent = int(suffix[1:])
+        if abs(exponent) > 1000:
+            raise QuantityError(f"{text!r}: exponent out of range")
+        return number.scaleb(exponent)
+
+
+def uses_milli_units(name: str) -> bool:
+    """cpu (and quota names for cpu) are counted in millicores."""
+    return name in (CPU, "requests.cpu", "limits.cpu")
+
+
+@lru_cache(maxsize=8192)
+def quantity_to_int(name: str, text: str) -> int:
+    """A quantity as the int64 the scheduler compares: MilliValue() for cpu, else Value().
+
+    Both round up, so 0.5m cpu is 1 millicore. Raises QuantityError past int64.
+    """
+    value = parse_quantity(text)
+    if uses_milli_units(name):
+        value = value * 1000
+    with localcontext() as ctx:
+        ctx.prec = 400
+        as_int = int(value.to_integral_value(rounding=ROUND_CEILING))
+    if not -MAX_INT64 - 1 <= as_int <= MAX_INT64:
+        raise QuantityError(f"{name}={text!r} is out of range for a 64-bit count")
+    return as_int

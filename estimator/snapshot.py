@@ -1,0 +1,97 @@
+"""An immutable view of one member cluster, as estimates see it.
+
+Struct-of-arrays in Karmada's node order (zones round-robin, see cache.py), so kernels
+walk rows 0..N-1. Estimates never write into these arrays: packing works on copies.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from estimator.model import NodeClaim, Taint
+from estimator.resources import PODS
+
+if TYPE_CHECKING:
+    from estimator.workloads import WorkloadIndex
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    """Nodes that no filter can tell apart: same labels, taints and cordon state."""
+
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+
+    def label_dict(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True)
+class ScopeRequirement:
+    """One ResourceQuota scope selector expression (or a bare scope, operator Exists)."""
+
+    scope_name: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QuotaRecord:
+    """A ResourceQuota's status, amounts as int64 (cpu names in millicores)."""
+
+    namespace: str
+    name: str
+    scopes: tuple[ScopeRequirement, ...]
+    hard: Mapping[str, int]
+    used: Mapping[str, int]
+
+
+@dataclass(eq=False)
+class ClusterSnapshot:
+    version: int
+    node_names: tuple[str, ...]
+    # Column names; column 0 is always "pods" (allowed pod slots in `available`).
+    resource_names: tuple[str, ...]
+    allocatable: np.ndarray  # int64 [N, R]
+    # allocatable - requested of counted pods, clamped at 0; column 0 = allowed pods left.
+    available: np.ndarray  # int64 [N, R]
+    node_class: np.ndarray  # int32 [N], index into `classes`
+    classes: tuple[NodeClass, ...]
+    quotas: Mapping[str, tuple[QuotaRecord, ...]]  # by namespace
+    workloads: "WorkloadIndex"
+    # Wall-clock time (time.time()) of the newest event folded into this snapshot.
+    updated_at: float = 0.0
+    _masks: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        assert self.resource_names[:1] == (PODS,), "column 0 must be pods"
+        self._columns = {name: i for i, name in enumerate(self.resource_names)}
+        for array in (self.allocatable, self.available, self.node_class):
+            array.setflags(write=False)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    def column(self, name: str) -> int | None:
+        return self._columns.get(name)
+
+    def node_mask(self, claim: NodeClaim) -> np.ndarray:
+        """bool[N]: nodes that pass `claim`'s filters; cached per claim for this snapshot."""
+        mask = self._masks.get(claim)
+        if mask is None:
+            from estimator.filters import node_mask
+
+            mask = node_mask(self, claim)
+            mask.setflags(write=False)
+            with self._lock:
+                if len(self._masks) > 4096:
+                    self._masks.clear()
+                self._masks[claim] = mask
+        return mask
