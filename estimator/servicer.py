@@ -1,0 +1,109 @@
+"""gRPC servicer: decode, check the cluster name, delegate, map errors to status codes.
+
+No arithmetic and no cluster access here; `estimate.Estimator` does the work.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import grpc
+
+from estimator import convert, metrics as m
+from estimator.errors import InvalidRequest, NotFound, NotReady, Unsupported
+from estimator.estimate import Estimator
+from estimator.framework import FrameworkResult
+from estimator.logsetup import REQUEST_LOGGER
+from estimator.pb import estimator_pb2 as pb
+from estimator.pb import service_pb2_grpc
+
+log = logging.getLogger(REQUEST_LOGGER)
+
+# gRPC metadata the karmada-scheduler sends, e.g. "kind=PyTorchJob, name=ml-team/train-big".
+OBJECT_METADATA_KEY = "object"
+
+_STATUS = {
+    InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
+    NotFound: grpc.StatusCode.NOT_FOUND,
+    Unsupported: grpc.StatusCode.UNIMPLEMENTED,
+    NotReady: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def _object_of(context: grpc.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == OBJECT_METADATA_KEY:
+            return value
+    return ""
+
+
+def _reasons(outcome: FrameworkResult | None) -> str:
+    if outcome is None:
+        return "no nodes"
+    return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "") for name, r in outcome.results.items())
+
+
+class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
+    def __init__(self, cluster_name: str, estimator: Estimator, metrics: m.EstimatorMetrics):
+        self.cluster_name = cluster_name
+        self.estimator = estimator
+        self.metrics = metrics
+
+    def _check_cluster(self, cluster: str) -> None:
+        if cluster != self.cluster_name:
+            raise InvalidRequest("cluster", f"cluster name does not match, got: {cluster}, desire: {self.cluster_name}")
+
+    def _fail(self, context: grpc.ServicerContext, kind: str, obj: str, error: Exception, started: float):
+        self.metrics.observe_request(kind, False, started)
+        code = next((c for t, c in _STATUS.items() if isinstance(error, t)), grpc.StatusCode.INTERNAL)
+        if code is grpc.StatusCode.INTERNAL:
+            log.exception("%s for %s failed unexpectedly", kind, obj or "<no object>")
+            message = f"internal error: {type(error).__name__}: {error}"
+        else:
+            log.warning("%s for %s refused: %s", kind, obj or "<no object>", error)
+            message = str(error)
+        context.abort(code, message)
+
+    def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
+        started, obj = time.perf_counter(), _object_of(context)
+        try:
+            self._check_cluster(request.cluster)
+            value, outcome = self.estimator.max_available_replicas(convert.replicas_query(request))
+        except Exception as error:  # noqa: BLE001 - every failure becomes a status, never a crash
+            self._fail(context, m.TYPE_MAX_AVAILABLE_REPLICAS, obj, error, started)
+        if outcome is not None:
+            self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
+        self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
+        if log.isEnabledFor(logging.INFO):
+            log.info("MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value, _reasons(outcome),
+                     (time.perf_counter() - started) * 1e3)
+        return pb.MaxAvailableReplicasResponse(maxReplicas=value)
+
+    def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
+        started, obj = time.perf_counter(), _object_of(context)
+        try:
+            self._check_cluster(request.cluster)
+            estimate = self.estimator.max_available_component_sets(convert.component_sets_query(request))
+        except Exception as error:  # noqa: BLE001
+            self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
+        if estimate.outcome is not None:
+            self.metrics.observe_plugins(m.EXTENSION_COMPONENTS, estimate.outcome.durations)
+        self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
+        if log.isEnabledFor(logging.INFO):
+            log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s [%s] in %.3fms", obj, estimate.sets,
+                     self.estimator.packing, _reasons(estimate.outcome), (time.perf_counter() - started) * 1e3)
+        return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
+
+    def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
+        started, obj = time.perf_counter(), _object_of(context)
+        try:
+            self._check_cluster(request.cluster)
+            count = self.estimator.unschedulable_replicas(convert.workload_ref(request))
+        except Exception as error:  # noqa: BLE001
+            self._fail(context, m.TYPE_GET_UNSCHEDULABLE_REPLICAS, obj, error, started)
+        self.metrics.observe_request(m.TYPE_GET_UNSCHEDULABLE_REPLICAS, True, started)
+        if log.isEnabledFor(logging.INFO):
+            log.info("GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms", obj, count,
+                     (time.perf_counter() - started) * 1e3)
+        return pb.UnschedulableReplicasResponse(unschedulableReplicas=count)

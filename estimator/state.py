@@ -1,0 +1,85 @@
+"""Where the server's cluster state comes from: snapshot files now, a live watch later.
+
+A `ClusterState` hands out immutable snapshots and says whether it is synced (has state
+to answer from) and healthy (its loader is alive). The server decides readiness from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from estimator.cache import ClusterCache
+from estimator.errors import SnapshotError
+from estimator.snapshot import ClusterSnapshot
+from estimator.snapshot_source import load_snapshot
+
+log = logging.getLogger("estimator.state")
+
+
+class ClusterState(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def snapshot(self) -> ClusterSnapshot | None: ...
+    def synced(self) -> bool: ...
+    def health(self) -> tuple[bool, str]: ...
+    def staleness_seconds(self) -> float: ...
+    def reload(self) -> None: ...
+    def describe(self) -> str: ...
+
+
+class FileClusterState:
+    """Serves a member described by kubectl-style files; SIGHUP reloads them.
+
+    The first load happens in the constructor so a bad file fails start-up (exit 2). A bad
+    reload keeps serving the previous state and logs why.
+    """
+
+    def __init__(self, paths: Sequence[str | Path]):
+        self.paths = [Path(p) for p in paths]
+        self._lock = threading.Lock()
+        self._cache: ClusterCache = load_snapshot(self.paths)
+        self._loaded_at = time.time()
+        self.last_reload_error = ""
+
+    def start(self) -> None:
+        snapshot = self._cache.snapshot()
+        log.info("loaded %d nodes from %s", snapshot.num_nodes, ", ".join(map(str, self.paths)))
+
+    def stop(self) -> None:
+        pass
+
+    def snapshot(self) -> ClusterSnapshot:
+        with self._lock:
+            cache = self._cache
+        return cache.snapshot()
+
+    def synced(self) -> bool:
+        return True
+
+    def health(self) -> tuple[bool, str]:
+        return True, "snapshot files loaded"
+
+    def staleness_seconds(self) -> float:
+        # Files are the truth we were given; their age is how old the picture is.
+        return time.time() - self._loaded_at
+
+    def reload(self) -> bool:
+        try:
+            cache = load_snapshot(self.paths)
+        except SnapshotError as error:
+            self.last_reload_error = str(error)
+            log.error("reload failed, still serving the previous state: %s", error)
+            return False
+        with self._lock:
+            self._cache = cache
+            self._loaded_at = time.time()
+        self.last_reload_error = ""
+        log.info("reloaded %d nodes from %s", cache.snapshot().num_nodes, ", ".join(map(str, self.paths)))
+        return True
+
+    def describe(self) -> str:
+        return "snapshot files: " + ", ".join(map(str, self.paths))

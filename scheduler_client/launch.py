@@ -1,0 +1,87 @@
+"""Start and stop local `karmada-estimator` processes (demo and tests).
+
+Each process binds loopback only, on ports picked here; readiness is the standard gRPC
+health check turning SERVING (state loaded and kernels warm).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalEstimator:
+    member: str
+    snapshots: Sequence[Path]
+    packing: str = "best"
+    extra_args: Sequence[str] = ()
+    port: int = field(default_factory=free_port)
+    probe_port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "estimator", "--cluster-name", self.member, "--packing", self.packing,
+               "--server-port", str(self.port), "--server-bind-address", "127.0.0.1",
+               "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--metrics-bind-address", "0"]
+        for path in self.snapshots:
+            cmd += ["--snapshot", str(path)]
+        return cmd + list(self.extra_args)
+
+    def start(self, log_file=None) -> None:
+        self.process = subprocess.Popen(self.command(), stdout=log_file or subprocess.DEVNULL,
+                                        stderr=log_file or subprocess.DEVNULL, env=os.environ.copy())
+
+    def serving(self) -> bool:
+        with grpc.insecure_channel(self.address) as channel:
+            try:
+                reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=0.5)
+            except grpc.RpcError:
+                return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def wait_serving(estimators: Sequence[LocalEstimator], timeout: float = 120.0) -> None:
+    """Block until every estimator serves; raise naming the ones that died or never got ready."""
+    deadline = time.monotonic() + timeout
+    pending = list(estimators)
+    while pending:
+        for est in list(pending):
+            if est.process is not None and est.process.poll() is not None:
+                raise RuntimeError(f"estimator for {est.member} exited with status {est.process.returncode}")
+            if est.serving():
+                pending.remove(est)
+        if pending and time.monotonic() > deadline:
+            raise TimeoutError("estimators not ready in time: " + ", ".join(e.member for e in pending))
+        if pending:
+            time.sleep(0.1)
