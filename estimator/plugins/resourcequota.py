@@ -27,8 +27,8 @@ def _constrained_name(quota_name: str) -> str | None:
     """The request resource a quota entry bounds, or None (limits, storage, object counts)."""
     if quota_name in _POD_COUNT_NAMES:
         return _POD_COUNT_NAMES[quota_name]
-    if quota_name.startswith(_LIMITS_PREFIX):
-        return None
+    if quota_name.startswith((_LIMITS_PREFIX, "count/")):
+        return None  # limits are not requests; object counts other than pods do not bound pods
     name = quota_name[len(_REQUESTS_PREFIX):] if quota_name.startswith(_REQUESTS_PREFIX) else quota_name
     if name in (CPU, MEMORY) or is_extended(name):
         return name
