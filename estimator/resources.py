@@ -29,12 +29,13 @@ _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 # <sign><digits>[.<digits>]<suffix>, suffix binary SI, decimal SI, or an e/E exponent.
+# Used with fullmatch: "$" would also accept a trailing newline, which Kubernetes rejects.
 _QUANTITY = re.compile(
-    r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+|)$"
+    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+|)"
 )
 _BINARY_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_SUFFIX = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 # Longer strings are not quantities anyone means; refusing them bounds the parse cost.
 _MAX_QUANTITY_LENGTH = 64
 
@@ -94,17 +95,18 @@ def parse_quantity(text: str) -> Decimal:
         raise QuantityError(f"quantity must be a string, got {type(text).__name__}")
     if len(text) > _MAX_QUANTITY_LENGTH:
         raise QuantityError(f"quantity {text[:20]!r}... is longer than {_MAX_QUANTITY_LENGTH} characters")
-    match = _QUANTITY.match(text)
+    match = _QUANTITY.fullmatch(text)
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity (expected e.g. 500m, 2, 1536Mi, 1e3)")
-    number = Decimal(match["number"])
-    if match["sign"] == "-":
-        number = -number
+    number = Decimal(match["number"])  # exact: the constructor ignores the context
     suffix = match["suffix"]
+    # Arithmetic (negation included) rounds to the context precision, so do all of it here.
     with localcontext() as ctx:
         ctx.prec = 400
         ctx.Emax = 10_000
         ctx.Emin = -10_000
+        if match["sign"] == "-":
+            number = -number
         if suffix in _BINARY_SUFFIX:
             return number * (2 ** _BINARY_SUFFIX[suffix])
         if suffix in _DECIMAL_SUFFIX:
@@ -127,10 +129,11 @@ def quantity_to_int(name: str, text: str) -> int:
     Both round up, so 0.5m cpu is 1 millicore. Raises QuantityError past int64.
     """
     value = parse_quantity(text)
-    if uses_milli_units(name):
-        value = value * 1000
     with localcontext() as ctx:
+        # The default 28 digits would round a long fraction away before the ceiling.
         ctx.prec = 400
+        if uses_milli_units(name):
+            value = value * 1000
         as_int = int(value.to_integral_value(rounding=ROUND_CEILING))
     if not -MAX_INT64 - 1 <= as_int <= MAX_INT64:
         raise QuantityError(f"{name}={text!r} is out of range for a 64-bit count")
