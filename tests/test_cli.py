@@ -1,0 +1,85 @@
+"""karmada-estimator as a process: flags, exit codes, SIGHUP reload, SIGTERM drain."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from estimator.model import Component, ComponentSetsQuery, ReplicaShape
+from scheduler_client.accurate import Endpoint, ask_component_sets
+from scheduler_client.launch import LocalEstimator, wait_serving
+from servers import DEMO
+
+GPU_WORKERS = ComponentSetsQuery(
+    (Component("worker", 2, ReplicaShape((("cpu", 50), ("nvidia.com/gpu", 1)), namespace="ml-team")),),
+    "ml-team",
+)
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "estimator", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_says_assumed_workloads_are_always_honoured():
+    shown = run_cli("--help")
+    assert shown.returncode == 0
+    assert "ALWAYS deducted" in shown.stdout and "--packing" in shown.stdout and "--server-port" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n  apiVersion: v1\n  metadata: {name: n1}\n"
+         "  status: {allocatable: {cpu: lots}}\n", "n1"),
+        ("kind: [unclosed\n", "line"),
+    ],
+    ids=["a bad quantity names the object", "broken YAML names the line"],
+)
+def test_a_malformed_snapshot_exits_2_naming_the_file(tmp_path, content, expected):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    result = run_cli("--cluster-name", "m", "--snapshot", str(bad), "--metrics-bind-address", "0",
+                     "--health-probe-bind-address", "0", "--server-port", "0")
+    assert result.returncode == 2
+    assert "bad.yaml" in result.stderr and expected in result.stderr
+
+
+def test_bad_flags_exit_2():
+    assert run_cli("--cluster-name", "m", "--snapshot", "x", "--parallelism", "0").returncode == 2
+    assert run_cli("--cluster-name", "m", "--snapshot", "x", "--packing", "worst").returncode == 2
+    assert run_cli("--snapshot", "x").returncode == 2  # --cluster-name is required
+
+
+def test_sighup_reloads_and_a_bad_reload_keeps_serving(tmp_path):
+    snapshot = tmp_path / "member.yaml"
+    shutil.copy(DEMO / "member-a.yaml", snapshot)
+    est = LocalEstimator("member-a", [snapshot])
+    log = (tmp_path / "log.txt").open("w")
+    est.start(log_file=log)
+    try:
+        wait_serving([est])
+        ask = lambda: ask_component_sets(Endpoint("member-a", est.address), GPU_WORKERS, "test", 5).value  # noqa: E731
+        assert ask() == 1  # one node, 2 GPUs
+
+        shutil.copy(DEMO / "member-c.yaml", snapshot)  # 8 GPUs on one node
+        est.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while ask() != 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ask() == 4
+
+        snapshot.write_text("kind: [broken\n")
+        est.process.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert ask() == 4 and est.process.poll() is None
+        assert est.stop() == 0
+    finally:
+        est.stop()
+        log.close()
+    text = (tmp_path / "log.txt").read_text()
+    assert "reload failed, still serving the previous state" in text
