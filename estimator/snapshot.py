@@ -15,6 +15,8 @@ import numpy as np
 from estimator.model import NodeClaim, Taint
 from estimator.resources import PODS
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
 if TYPE_CHECKING:
     from estimator.workloads import WorkloadIndex
 
@@ -66,11 +68,17 @@ class ClusterSnapshot:
     workloads: "WorkloadIndex"
     # Wall-clock time (time.time()) of the newest event folded into this snapshot.
     updated_at: float = 0.0
+    # The kubernetes.io/hostname label of each node, in node order (None: not labelled), or
+    # () when `classes` carry it. The cache keeps it out of NodeClass.labels because it is
+    # unique per node and would give every node its own class (filters then run per node).
+    hostnames: tuple[str | None, ...] = ()
     _masks: dict = field(default_factory=dict, repr=False)
+    _positions: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         assert self.resource_names[:1] == (PODS,), "column 0 must be pods"
+        assert not self.hostnames or len(self.hostnames) == len(self.node_names)
         self._columns = {name: i for i, name in enumerate(self.resource_names)}
         for array in (self.allocatable, self.available, self.node_class):
             array.setflags(write=False)
@@ -81,6 +89,33 @@ class ClusterSnapshot:
 
     def column(self, name: str) -> int | None:
         return self._columns.get(name)
+
+    def node_labels(self, index: int) -> dict[str, str]:
+        """All labels of the node at `index` (its class's labels plus its hostname)."""
+        labels = self.classes[int(self.node_class[index])].label_dict()
+        if self.hostnames and self.hostnames[index] is not None:
+            labels[HOSTNAME_LABEL] = self.hostnames[index]
+        return labels
+
+    def node_position(self, name: str) -> int | None:
+        """Index of the node called `name`, or None (the name map is built on first use)."""
+        positions = self._positions.get("name")
+        if positions is None:
+            positions = {node: i for i, node in enumerate(self.node_names)}
+            self._positions["name"] = positions
+        return positions.get(name)
+
+    def hostname_positions(self) -> Mapping[str, np.ndarray]:
+        """hostname label value -> int64 indices of the nodes carrying it (built on first use)."""
+        positions = self._positions.get("hostname")
+        if positions is None:
+            grouped: dict[str, list[int]] = {}
+            for i, hostname in enumerate(self.hostnames):
+                if hostname is not None:
+                    grouped.setdefault(hostname, []).append(i)
+            positions = {key: np.asarray(rows, dtype=np.int64) for key, rows in grouped.items()}
+            self._positions["hostname"] = positions
+        return positions
 
     def node_mask(self, claim: NodeClaim) -> np.ndarray:
         """bool[N]: nodes that pass `claim`'s filters; cached per claim for this snapshot."""

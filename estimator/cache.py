@@ -1,0 +1,493 @@
+"""ClusterCache: the mutable model of one member cluster, as struct-of-arrays.
+
+Fed object by object (snapshot files now, a list/watch loop later); one event costs
+O(resources), never O(nodes). `snapshot()` hands estimates a consistent immutable copy in
+Karmada's node order, rebuilt only when something changed (a version counter).
+
+Layout:
+- A *row* is Karmada's NodeInfo: one per node name that has a Node object or counted pods.
+  Pods bound to a node we have not seen yet get a row without a node (counted once the
+  node appears); a deleted node's row lives on while pods still count on it. Freed rows
+  are reused; arrays grow geometrically in rows and in resource columns.
+- `_allocatable[row, col]` and `_requested[row, col]`; column 0 is `pods`, so requested
+  column 0 is the number of counted pods and available = max(allocatable - requested, 0)
+  holds for every column alike.
+- Node classes: nodes with equal (labels, taints, cordon) share a class id, reference
+  counted, ids reused. kubernetes.io/hostname is kept per node instead (it is unique per
+  node and would make every class a singleton; see ClusterSnapshot.hostnames).
+- Order: `_NodeTree` keeps Karmada's zones; the round-robin order is computed with numpy
+  and cached until a node is added or removed or changes zone.
+
+Objects are parsed before the lock is taken, so a malformed object changes nothing and an
+estimate never sees half an update.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from estimator.model import Taint
+from estimator.podrequests import pod_requests
+from estimator.resources import PODS, QuantityError, is_counted, quantity_to_int
+from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass, QuotaRecord, ScopeRequirement
+from estimator.workloads import WorkloadState, deployment_record, replicaset_record, unschedulable_pod
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+_INITIAL_ROWS = 64
+_INITIAL_COLUMNS = 8
+
+
+# --- parsing (pure, before the lock) ----------------------------------------------------
+
+
+def _metadata(obj: Any, namespaced: bool) -> tuple[Mapping, str, str]:
+    if not isinstance(obj, Mapping):
+        raise ValueError("expected an object (a mapping)")
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ValueError("metadata: expected a mapping")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("metadata.name is missing")
+    return meta, (str(meta.get("namespace") or "default") if namespaced else ""), name
+
+
+def zone_key(labels: Mapping[str, str]) -> str:
+    """utilnode.GetZoneKey: region + zone, each from the legacy label when the new is absent."""
+    zone = labels[ZONE_LABEL] if ZONE_LABEL in labels else labels.get(LEGACY_ZONE_LABEL, "")
+    region = labels[REGION_LABEL] if REGION_LABEL in labels else labels.get(LEGACY_REGION_LABEL, "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
+    if resource_list is None:
+        return {}
+    if not isinstance(resource_list, Mapping):
+        raise ValueError(f"{where}: expected a mapping")
+    parsed = {}
+    for name, value in resource_list.items():
+        if keep(name):
+            try:
+                parsed[name] = quantity_to_int(name, value if isinstance(value, str) else str(value))
+            except QuantityError as err:
+                raise ValueError(f"{where}: {name}: {err}") from None
+    return parsed
+
+
+@dataclass(frozen=True)
+class _ParsedNode:
+    name: str
+    allocatable: Mapping[str, int]
+    node_class: NodeClass
+    hostname: str | None
+    zone: str
+
+
+def parse_node(obj: Any) -> _ParsedNode:
+    meta, _, name = _metadata(obj, namespaced=False)
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise ValueError("metadata.labels: expected a mapping")
+    labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
+    spec = obj.get("spec") or {}
+    taints = []
+    for taint in spec.get("taints") or ():
+        if not isinstance(taint, Mapping) or not taint.get("key"):
+            raise ValueError(f"spec.taints: {taint!r} has no key")
+        taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), str(taint.get("effect") or "")))
+    allocatable = _quantities(
+        (obj.get("status") or {}).get("allocatable"), "status.allocatable", lambda n: n == PODS or is_counted(n)
+    )
+    node_class = NodeClass(
+        labels=tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL)),
+        taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
+        unschedulable=bool(spec.get("unschedulable")),
+    )
+    return _ParsedNode(name, allocatable, node_class, labels.get(HOSTNAME_LABEL), zone_key(labels))
+
+
+def quota_record(obj: Any) -> QuotaRecord:
+    """A ResourceQuota: bare scopes become `Exists` requirements, status amounts ints."""
+    meta, namespace, name = _metadata(obj, namespaced=True)
+    spec = obj.get("spec") or {}
+    scopes = [ScopeRequirement(str(scope), "Exists") for scope in spec.get("scopes") or ()]
+    for expr in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
+        if not isinstance(expr, Mapping) or not expr.get("scopeName") or not expr.get("operator"):
+            raise ValueError(f"spec.scopeSelector: {expr!r} needs scopeName and operator")
+        values = tuple(str(v) for v in expr.get("values") or ())
+        scopes.append(ScopeRequirement(str(expr["scopeName"]), str(expr["operator"]), values))
+    status = obj.get("status") or {}
+    everything = lambda _: True  # noqa: E731 - quotas track any resource name
+    hard = _quantities(status.get("hard"), "status.hard", everything)
+    used = _quantities(status.get("used"), "status.used", everything)
+    return QuotaRecord(namespace, name, tuple(scopes), hard, used)
+
+
+# --- node order -------------------------------------------------------------------------
+
+
+class _NodeTree:
+    """Karmada's nodeTree: zones in first-seen order, nodes in insertion order within a zone.
+
+    Dicts keep insertion order and delete in O(1), which is exactly the slice semantics of
+    node_tree.go (append at the end; removal keeps the rest in order; an emptied zone goes).
+    """
+
+    def __init__(self) -> None:
+        self._zones: dict[str, dict[str, int]] = {}  # zone -> {node name: row}
+
+    def add(self, zone: str, name: str, row: int) -> None:
+        self._zones.setdefault(zone, {})[name] = row
+
+    def remove(self, zone: str, name: str) -> None:
+        nodes = self._zones[zone]
+        del nodes[name]
+        if not nodes:
+            del self._zones[zone]
+
+    def order(self) -> np.ndarray:
+        """Rows round-robin across zones: zone0[0], zone1[0], ..., zone0[1], zone1[1], ..."""
+        zones = [np.fromiter(nodes.values(), dtype=np.int64, count=len(nodes)) for nodes in self._zones.values()]
+        if len(zones) <= 1:
+            return zones[0] if zones else np.zeros(0, dtype=np.int64)
+        sizes = [len(z) for z in zones]
+        rank_in_zone = np.concatenate([np.arange(size) for size in sizes])
+        zone_index = np.repeat(np.arange(len(zones)), sizes)
+        return np.concatenate(zones)[np.lexsort((zone_index, rank_in_zone))]
+
+
+# --- the cache --------------------------------------------------------------------------
+
+
+@dataclass
+class _NodeState:
+    """What the cache remembers of a Node object, besides its arrays."""
+
+    zone: str
+    class_id: int
+    hostname: str | None
+
+
+class ClusterCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version = 0
+        self._updated_at = 0.0
+        self._snapshot: ClusterSnapshot | None = None
+        # Resource columns.
+        self._column_index: dict[str, int] = {PODS: 0}
+        self._column_names: list[str] = [PODS]
+        # Rows.
+        self._rows: dict[str, int] = {}
+        self._free_rows: list[int] = []
+        self._row_names = np.empty(_INITIAL_ROWS, dtype=object)
+        self._row_hostnames = np.empty(_INITIAL_ROWS, dtype=object)
+        self._row_nodes: list[_NodeState | None] = [None] * _INITIAL_ROWS
+        self._allocatable = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
+        self._requested = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
+        self._row_class = np.zeros(_INITIAL_ROWS, dtype=np.int32)
+        self._next_row = 0
+        # Node classes (reference counted; freed ids are reused).
+        self._class_ids: dict[NodeClass, int] = {}
+        self._classes: list[NodeClass] = []
+        self._class_refs: list[int] = []
+        self._free_class_ids: list[int] = []
+        # Order and the things cached with it.
+        self._tree = _NodeTree()
+        self._order: tuple[np.ndarray, tuple[str, ...]] | None = None
+        self._hostnames: tuple[str | None, ...] | None = None
+        self._classes_tuple: tuple[NodeClass, ...] | None = None
+        self._resource_names: tuple[str, ...] | None = None
+        # Counted pods: (namespace, name) -> (row, ((column, amount), ...)).
+        self._pods: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
+        self._quotas: dict[tuple[str, str], QuotaRecord] = {}
+        self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
+        self._workloads = WorkloadState()
+
+    # --- bookkeeping (lock held) ---
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._updated_at = time.time()
+
+    def _column(self, name: str) -> int:
+        column = self._column_index.get(name)
+        if column is None:
+            column = len(self._column_names)
+            if column == self._allocatable.shape[1]:
+                self._allocatable = _grow(self._allocatable, axis=1)
+                self._requested = _grow(self._requested, axis=1)
+            self._column_index[name] = column
+            self._column_names.append(name)
+            self._resource_names = None
+        return column
+
+    def _row(self, name: str) -> int:
+        """The row of node `name`, created (without a node) if new."""
+        row = self._rows.get(name)
+        if row is not None:
+            return row
+        if self._free_rows:
+            row = self._free_rows.pop()
+        else:
+            row = self._next_row
+            self._next_row += 1
+            if row == len(self._row_nodes):
+                self._allocatable = _grow(self._allocatable, axis=0)
+                self._requested = _grow(self._requested, axis=0)
+                self._row_class = _grow(self._row_class, axis=0)
+                self._row_names = _grow(self._row_names, axis=0)
+                self._row_hostnames = _grow(self._row_hostnames, axis=0)
+                self._row_nodes.extend([None] * row)
+        self._rows[name] = row
+        self._row_names[row] = name
+        return row
+
+    def _release_row_if_unused(self, row: int) -> None:
+        if self._row_nodes[row] is None and self._requested[row, 0] == 0:
+            del self._rows[self._row_names[row]]
+            self._row_names[row] = None
+            self._allocatable[row] = 0
+            self._requested[row] = 0
+            self._free_rows.append(row)
+
+    def _acquire_class(self, node_class: NodeClass) -> int:
+        class_id = self._class_ids.get(node_class)
+        if class_id is None:
+            if self._free_class_ids:
+                class_id = self._free_class_ids.pop()
+                self._classes[class_id] = node_class
+                self._class_refs[class_id] = 0
+            else:
+                class_id = len(self._classes)
+                self._classes.append(node_class)
+                self._class_refs.append(0)
+            self._class_ids[node_class] = class_id
+            self._classes_tuple = None
+        self._class_refs[class_id] += 1
+        return class_id
+
+    def _release_class(self, class_id: int) -> None:
+        self._class_refs[class_id] -= 1
+        if self._class_refs[class_id] == 0:
+            del self._class_ids[self._classes[class_id]]
+            self._free_class_ids.append(class_id)
+
+    # --- nodes ---
+
+    def upsert_node(self, obj: Mapping) -> None:
+        node = parse_node(obj)
+        with self._lock:
+            row = self._row(node.name)
+            columns = [(self._column(resource), amount) for resource, amount in node.allocatable.items()]
+            values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
+            for column, amount in columns:
+                values[column] = amount
+            state = self._row_nodes[row]
+            class_id = self._acquire_class(node.node_class)
+            if state is not None:
+                self._release_class(state.class_id)
+                if (
+                    state.class_id == class_id
+                    and state.zone == node.zone
+                    and state.hostname == node.hostname
+                    and np.array_equal(self._allocatable[row], values)
+                ):
+                    return  # a status heartbeat: nothing the estimates look at changed
+                if state.zone != node.zone:
+                    self._tree.remove(state.zone, node.name)
+                    self._tree.add(node.zone, node.name, row)  # moves to the end of its new zone
+                    self._order = None
+            else:
+                self._tree.add(node.zone, node.name, row)
+                self._order = None
+            self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
+            self._row_class[row] = class_id
+            self._row_hostnames[row] = node.hostname
+            self._allocatable[row] = values
+            self._hostnames = None
+            self._changed()
+
+    def delete_node(self, name: str) -> None:
+        with self._lock:
+            row = self._rows.get(name)
+            state = None if row is None else self._row_nodes[row]
+            if state is None:
+                return
+            self._tree.remove(state.zone, name)
+            self._release_class(state.class_id)
+            self._row_nodes[row] = None
+            self._row_hostnames[row] = None
+            self._allocatable[row] = 0
+            self._release_row_if_unused(row)  # kept while pods still count on it
+            self._order = None
+            self._changed()
+
+    # --- pods ---
+
+    def upsert_pod(self, obj: Mapping) -> None:
+        meta, namespace, name = _metadata(obj, namespaced=True)
+        node_name = (obj.get("spec") or {}).get("nodeName") or ""
+        counted = bool(node_name) and (obj.get("status") or {}).get("phase") not in _TERMINAL_PHASES
+        requests = pod_requests(obj) if counted else None
+        unschedulable = unschedulable_pod(obj)
+        with self._lock:
+            changed = self._workloads.set_pod(namespace, name, unschedulable)
+            key = (namespace, name)
+            old = self._pods.get(key)
+            amounts = ()
+            if counted:
+                amounts = tuple((self._column(r), amount) for r, amount in sorted(requests.items()))
+            if old is None or not counted or old != (self._rows.get(node_name), amounts):
+                if old is not None:
+                    self._uncount(key, old)  # first: it may free the row we are about to use
+                if counted:
+                    self._count(key, (self._row(node_name), amounts))
+                changed = changed or old is not None or counted
+            if changed:
+                self._changed()
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        with self._lock:
+            changed = self._workloads.set_pod(namespace, name, None)
+            old = self._pods.get((namespace, name))
+            if old is not None:
+                self._uncount((namespace, name), old)
+                changed = True
+            if changed:
+                self._changed()
+
+    def _count(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
+        row, amounts = record
+        self._requested[row, 0] += 1
+        for column, amount in amounts:
+            self._requested[row, column] += amount
+        self._pods[key] = record
+
+    def _uncount(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
+        row, amounts = record
+        self._requested[row, 0] -= 1
+        for column, amount in amounts:
+            self._requested[row, column] -= amount
+        del self._pods[key]
+        self._release_row_if_unused(row)
+
+    # --- quotas and workloads ---
+
+    def upsert_quota(self, obj: Mapping) -> None:
+        record = quota_record(obj)
+        with self._lock:
+            key = (record.namespace, record.name)
+            if self._quotas.get(key) != record:
+                self._quotas[key] = record
+                self._quotas_by_namespace = None
+                self._changed()
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        with self._lock:
+            if self._quotas.pop((namespace, name), None) is not None:
+                self._quotas_by_namespace = None
+                self._changed()
+
+    def upsert_deployment(self, obj: Mapping) -> None:
+        record = deployment_record(obj)
+        with self._lock:
+            if self._workloads.set_deployment(record.namespace, record.name, record):
+                self._changed()
+
+    def delete_deployment(self, namespace: str, name: str) -> None:
+        with self._lock:
+            if self._workloads.set_deployment(namespace, name, None):
+                self._changed()
+
+    def upsert_replicaset(self, obj: Mapping) -> None:
+        record = replicaset_record(obj)
+        with self._lock:
+            if self._workloads.set_replicaset(record.namespace, record.name, record):
+                self._changed()
+
+    def delete_replicaset(self, namespace: str, name: str) -> None:
+        with self._lock:
+            if self._workloads.set_replicaset(namespace, name, None):
+                self._changed()
+
+    # --- reading ---
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def stats(self) -> dict[str, int]:
+        """Sizes for logs and metrics."""
+        with self._lock:
+            return {
+                "nodes": sum(len(z) for z in self._tree._zones.values()),
+                "rows": len(self._rows),
+                "counted_pods": len(self._pods),
+                "node_classes": len(self._class_ids),
+                "resources": len(self._column_names),
+                "quotas": len(self._quotas),
+                **self._workloads.counts(),
+            }
+
+    def snapshot(self) -> ClusterSnapshot:
+        """An immutable, consistent copy in Karmada's node order (reused while unchanged)."""
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != self._version:
+                self._snapshot = self._build_snapshot()
+            return self._snapshot
+
+    def _build_snapshot(self) -> ClusterSnapshot:
+        if self._order is None:
+            rows = self._tree.order()
+            self._order = (rows, tuple(self._row_names[rows].tolist()))
+            self._hostnames = None
+        rows, names = self._order
+        if self._hostnames is None:
+            self._hostnames = tuple(self._row_hostnames[rows].tolist())
+        if self._classes_tuple is None:
+            self._classes_tuple = tuple(self._classes)
+        if self._resource_names is None:
+            self._resource_names = tuple(self._column_names)
+        if self._quotas_by_namespace is None:
+            grouped: dict[str, list[QuotaRecord]] = {}
+            for (namespace, _), record in sorted(self._quotas.items()):
+                grouped.setdefault(namespace, []).append(record)
+            self._quotas_by_namespace = {ns: tuple(records) for ns, records in grouped.items()}
+        width = len(self._column_names)
+        allocatable = self._allocatable[rows, :width]
+        available = allocatable - self._requested[rows, :width]
+        np.maximum(available, 0, out=available)
+        return ClusterSnapshot(
+            version=self._version,
+            node_names=names,
+            resource_names=self._resource_names,
+            allocatable=allocatable,
+            available=available,
+            node_class=self._row_class[rows],
+            classes=self._classes_tuple,
+            quotas=self._quotas_by_namespace,
+            workloads=self._workloads.index(),
+            updated_at=self._updated_at,
+            hostnames=self._hostnames,
+        )
+
+
+def _grow(array: np.ndarray, axis: int) -> np.ndarray:
+    """A copy twice as long along `axis`, zero (or None) filled."""
+    shape = list(array.shape)
+    shape[axis] *= 2
+    grown = np.zeros(shape, dtype=array.dtype) if array.dtype != object else np.empty(shape, dtype=object)
+    grown[tuple(slice(0, n) for n in array.shape)] = array
+    return grown
