@@ -1,0 +1,256 @@
+"""Protobuf requests -> model.py dataclasses: decode, validate, normalise.
+
+Pure translation, no I/O and no gRPC. The Kubernetes objects that travel as bytes
+(quantities, node affinity, tolerations) are decoded here, so nothing downstream sees a
+wire type. Every rejection is an InvalidRequest naming the offending field by its path
+in the request, e.g. `components[1].replicaRequirements.resourceRequestBytes["nvidia.com/gpu"]`.
+
+Normalisation follows Karmada's Go estimator (see semantics.md, "Parity details"):
+request entries that are not positive, `pods`, and names a node-fit check does not count
+are dropped; zero affinity terms mean no constraint. Unlike Go, which silently lets a
+malformed affinity term match nothing, we reject malformed input outright (wire contract).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from google.protobuf.message import DecodeError, Message
+
+from estimator import model
+from estimator.errors import InvalidRequest
+from estimator.pb import estimator_pb2 as pb
+from estimator.pb import k8s_core_pb2 as core
+from estimator.pb import k8s_resource_pb2 as k8s_resource
+from estimator.resources import MAX_INT32, MAX_INT64, PODS, QuantityError, is_counted, quantity_to_int
+
+__all__ = ["component_sets_query", "replicas_query", "workload_ref"]
+
+_NANOSECONDS_PER_SECOND = 1e9
+_TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
+_TAINT_EFFECTS = ("", *model.TAINT_EFFECTS)  # "" matches every effect
+_OPERATOR_NAMES = ", ".join(model.NODE_SELECTOR_OPERATORS)
+_EFFECT_NAMES = ", ".join(model.TAINT_EFFECTS)
+_FIELD_SELECTOR_KEY = "metadata.name"  # the only node field Kubernetes selects on
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.ParseInt(v, 10, 64) accepts
+
+
+# ---------------------------------------------------------------------------------------
+# Requests
+
+
+def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
+    """MaxAvailableReplicas: shape is None when replicaRequirements is unset."""
+    shape = None
+    if req.HasField("replicaRequirements"):
+        requirements = req.replicaRequirements
+        shape = _shape(requirements, "replicaRequirements", requirements.namespace)
+    return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads))
+
+
+def component_sets_query(req: pb.MaxAvailableComponentSetsRequest) -> model.ComponentSetsQuery:
+    """MaxAvailableComponentSets: every component's shape carries the request namespace."""
+    return model.ComponentSetsQuery(
+        components=_components(req.components, "components", req.namespace),
+        namespace=req.namespace,
+        assumed=_assumed_workloads(req.assumedWorkloads),
+    )
+
+
+def workload_ref(req: pb.UnschedulableReplicasRequest) -> model.WorkloadRef:
+    """GetUnschedulableReplicas: the threshold travels in nanoseconds; negative counts as 0."""
+    if not req.HasField("resource"):
+        raise InvalidRequest("resource", "must be set: it names the workload to inspect")
+    ref = req.resource
+    return model.WorkloadRef(
+        api_version=ref.apiVersion,
+        kind=ref.kind,
+        namespace=ref.namespace,
+        name=ref.name,
+        threshold_seconds=max(req.unschedulableThreshold, 0) / _NANOSECONDS_PER_SECOND,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Components and replica shapes
+
+
+def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload]) -> tuple[model.AssumedWorkload, ...]:
+    return tuple(
+        model.AssumedWorkload(
+            namespace=workload.namespace,
+            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace),
+        )
+        for i, workload in enumerate(workloads)
+    )
+
+
+def _components(components: Sequence[pb.Component], path: str, namespace: str) -> tuple[model.Component, ...]:
+    converted = []
+    for i, component in enumerate(components):
+        at = f"{path}[{i}]"
+        if component.replicas < 0:
+            raise InvalidRequest(f"{at}.replicas", f"must not be negative, got {component.replicas}")
+        if component.HasField("replicaRequirements"):
+            shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace)
+        else:
+            shape = model.ReplicaShape(namespace=namespace)
+        converted.append(model.Component(name=component.name, replicas=component.replicas, shape=shape))
+    # Replica counts of a set are int32 on the wire and in Go's arithmetic; so is their sum.
+    total = sum(component.replicas for component in converted)
+    if total > MAX_INT32:
+        raise InvalidRequest(path, f"replicas of one set add up to {total}, more than {MAX_INT32}")
+    return tuple(converted)
+
+
+def _shape(
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str, namespace: str
+) -> model.ReplicaShape:
+    # Both requirement messages share these three fields' names (their numbers differ).
+    claim = model.NO_CLAIM
+    if requirements.HasField("nodeClaim"):
+        claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim")
+    return model.ReplicaShape(
+        requests=_requests(requirements.resourceRequestBytes, f"{path}.resourceRequestBytes"),
+        claim=claim,
+        namespace=namespace,
+        priority_class=requirements.priorityClassName,
+    )
+
+
+def _requests(encoded: Mapping[str, bytes], path: str) -> tuple[tuple[str, int], ...]:
+    """Counted, positive requests sorted by name. Every entry is validated, even dropped ones,
+    as Go fails the whole request when any quantity does not unmarshal."""
+    requests = []
+    for name in sorted(encoded):
+        amount = _quantity(name, encoded[name], f"{path}[{json.dumps(name, ensure_ascii=False)}]")
+        if amount > 0 and name != PODS and is_counted(name):
+            requests.append((name, amount))
+    return tuple(requests)
+
+
+def _quantity(name: str, encoded: bytes, path: str) -> int:
+    quantity = _decode(k8s_resource.Quantity, encoded, path)
+    text = _text(quantity.string, path)
+    if not text:
+        raise InvalidRequest(path, "quantity is empty")
+    try:
+        return quantity_to_int(name, text)
+    except QuantityError as error:
+        raise InvalidRequest(path, str(error)) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Node claims: selector, required affinity, tolerations
+
+
+def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
+    return model.NodeClaim(
+        node_selector=tuple(sorted(claim.nodeSelector.items())),
+        affinity_terms=_affinity_terms(claim.nodeAffinityBytes, f"{path}.nodeAffinityBytes"),
+        tolerations=tuple(
+            _toleration(encoded, f"{path}.tolerationsBytes[{i}]") for i, encoded in enumerate(claim.tolerationsBytes)
+        ),
+    )
+
+
+def _affinity_terms(encoded: bytes, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+    """None means no required affinity: empty bytes or a selector with zero terms."""
+    if not encoded:
+        return None
+    selector = _decode(core.NodeSelector, encoded, path)
+    if not selector.nodeSelectorTerms:
+        return None
+    return tuple(
+        _term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms)
+    )
+
+
+def _term(term: core.NodeSelectorTerm, path: str) -> model.NodeSelectorTerm:
+    # A term with neither list is kept: it matches no node, as in Kubernetes.
+    return model.NodeSelectorTerm(
+        match_expressions=tuple(
+            _label_requirement(r, f"{path}.matchExpressions[{i}]") for i, r in enumerate(term.matchExpressions)
+        ),
+        match_fields=tuple(_field_requirement(r, f"{path}.matchFields[{i}]") for i, r in enumerate(term.matchFields)),
+    )
+
+
+def _label_requirement(requirement: core.NodeSelectorRequirement, path: str) -> model.NodeSelectorRequirement:
+    key, operator, values = _requirement_parts(requirement, path)
+    if not key:
+        raise InvalidRequest(f"{path}.key", "must not be empty")
+    if operator in (model.OP_IN, model.OP_NOT_IN):
+        if not values:
+            raise InvalidRequest(f"{path}.values", f"operator {operator} needs at least one value")
+    elif operator in (model.OP_EXISTS, model.OP_DOES_NOT_EXIST):
+        if values:
+            raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {list(values)}")
+    elif operator in (model.OP_GT, model.OP_LT):
+        if len(values) != 1 or not _is_int64(values[0]):
+            raise InvalidRequest(f"{path}.values", f"operator {operator} needs exactly one integer, got {list(values)}")
+    else:
+        raise InvalidRequest(f"{path}.operator", f"unknown operator {operator!r}, expected one of {_OPERATOR_NAMES}")
+    return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def _field_requirement(requirement: core.NodeSelectorRequirement, path: str) -> model.NodeSelectorRequirement:
+    key, operator, values = _requirement_parts(requirement, path)
+    if key != _FIELD_SELECTOR_KEY:
+        raise InvalidRequest(f"{path}.key", f"only {_FIELD_SELECTOR_KEY} can be selected on, got {key!r}")
+    if operator not in (model.OP_IN, model.OP_NOT_IN):
+        raise InvalidRequest(f"{path}.operator", f"must be In or NotIn for a field, got {operator!r}")
+    if len(values) != 1:
+        raise InvalidRequest(f"{path}.values", f"a field needs exactly one value, got {list(values)}")
+    return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def _requirement_parts(requirement: core.NodeSelectorRequirement, path: str) -> tuple[str, str, tuple[str, ...]]:
+    return (
+        _text(requirement.key, f"{path}.key"),
+        _text(requirement.operator, f"{path}.operator"),
+        tuple(_text(value, f"{path}.values[{i}]") for i, value in enumerate(requirement.values)),
+    )
+
+
+def _toleration(encoded: bytes, path: str) -> model.Toleration:
+    toleration = _decode(core.Toleration, encoded, path)
+    key = _text(toleration.key, f"{path}.key")
+    operator = _text(toleration.operator, f"{path}.operator")
+    value = _text(toleration.value, f"{path}.value")
+    effect = _text(toleration.effect, f"{path}.effect")
+    if operator not in _TOLERATION_OPERATORS:
+        raise InvalidRequest(f"{path}.operator", f"must be Equal, Exists or empty, got {operator!r}")
+    if operator == model.TOLERATION_EXISTS and value:
+        raise InvalidRequest(f"{path}.value", f"must be empty when the operator is Exists, got {value!r}")
+    if effect not in _TAINT_EFFECTS:
+        raise InvalidRequest(f"{path}.effect", f"unknown taint effect {effect!r}, expected one of {_EFFECT_NAMES}")
+    seconds = toleration.tolerationSeconds if toleration.HasField("tolerationSeconds") else None
+    return model.Toleration(key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------
+# Decoding helpers
+
+
+def _decode(message_type: type[Message], encoded: bytes, path: str) -> Message:
+    try:
+        return message_type.FromString(encoded)
+    except DecodeError:
+        # The runtime's message adds nothing beyond "corrupt"; the type and path say more.
+        raise InvalidRequest(path, f"is not a valid encoding of {message_type.DESCRIPTOR.full_name}") from None
+
+
+def _text(value: str | bytes, path: str) -> str:
+    """A proto2 string field. Kubernetes' messages are proto2, which does not promise UTF-8;
+    the runtime then hands us the raw bytes, which no label or quantity can be."""
+    if isinstance(value, str):
+        return value
+    raise InvalidRequest(path, "is not valid UTF-8")
+
+
+def _is_int64(text: str) -> bool:
+    return bool(_INTEGER.fullmatch(text)) and -MAX_INT64 - 1 <= int(text) <= MAX_INT64
+
