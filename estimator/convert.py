@@ -135,6 +135,8 @@ def _quantity(name: str, encoded: bytes, path: str) -> int:
     quantity = _decode(k8s_resource.Quantity, encoded, path)
     text = _text(quantity.string, path)
     if not text:
+        # Go reads a Quantity without its string as zero and would drop the entry; Go's
+        # Marshal always writes the string, so only a broken client sends this. Refuse it.
         raise InvalidRequest(path, "quantity is empty")
     try:
         return quantity_to_int(name, text)
