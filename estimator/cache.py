@@ -434,6 +434,7 @@ class ClusterCache:
             return {
                 "nodes": sum(len(z) for z in self._tree._zones.values()),
                 "rows": len(self._rows),
+                "rows_ever_used": self._next_row,
                 "counted_pods": len(self._pods),
                 "node_classes": len(self._class_ids),
                 "resources": len(self._column_names),
