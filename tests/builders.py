@@ -100,10 +100,12 @@ class PodBuilder:
         self._status: dict[str, Any] = {"phase": "Pending"}
 
     def on(self, node_name: str) -> PodBuilder:
-        """Bind to a node; a bound pod defaults to Running."""
+        """Bind to a node: Running, PodScheduled=True (also after `unschedulable()`)."""
         self._spec["nodeName"] = node_name
-        if self._status["phase"] == "Pending" and "conditions" not in self._status:
-            self._status["phase"] = "Running"
+        self._status = {
+            "phase": "Running" if self._status["phase"] == "Pending" else self._status["phase"],
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": OLD_TIME}],
+        }
         return self
 
     def container(self, name: str | None = None, requests: dict | None = None, limits: dict | None = None) -> PodBuilder:
