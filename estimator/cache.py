@@ -35,7 +35,7 @@ from estimator.model import Taint
 from estimator.podrequests import pod_requests
 from estimator.resources import PODS, QuantityError, is_counted, quantity_to_int
 from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass, QuotaRecord, ScopeRequirement
-from estimator.workloads import WorkloadState, deployment_record, replicaset_record, unschedulable_pod
+from estimator.workloads import WorkloadState, deployment_record, replicaset_record, string_map, unschedulable_pod
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -96,10 +96,7 @@ class _ParsedNode:
 
 def parse_node(obj: Any) -> _ParsedNode:
     meta, _, name = _metadata(obj, namespaced=False)
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping):
-        raise ValueError("metadata.labels: expected a mapping")
-    labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
+    labels = string_map(meta.get("labels"), "metadata.labels")
     spec = obj.get("spec") or {}
     taints = []
     for taint in spec.get("taints") or ():

@@ -101,12 +101,22 @@ def controller_uid(meta: Mapping) -> str:
     return ""
 
 
-def _string_map(value: Any, where: str) -> dict[str, str]:
+def _scalar_text(value: Any) -> str:
+    """A label value as Kubernetes spells it, also when a YAML file left it unquoted."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def string_map(value: Any, where: str) -> dict[str, str]:
+    """A labels-like map with string keys and values; ValueError if it is not a mapping."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}: expected a mapping")
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    return {str(k): _scalar_text(v) for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -138,7 +148,7 @@ def label_selector(selector: Any) -> LabelSelector:
         return LabelSelector(selects_nothing=True)
     if not isinstance(selector, Mapping):
         raise ValueError("selector: expected a mapping")
-    requirements = [(k, "In", frozenset((v,))) for k, v in _string_map(selector.get("matchLabels"), "matchLabels").items()]
+    requirements = [(k, "In", frozenset((v,))) for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()]
     for expr in selector.get("matchExpressions") or ():
         if not isinstance(expr, Mapping) or not isinstance(expr.get("key"), str):
             raise ValueError(f"selector: matchExpressions entry {expr!r} has no key")
@@ -256,7 +266,7 @@ def replicaset_record(obj: Mapping) -> ReplicaSetRecord:
         name,
         str(meta.get("uid") or ""),
         controller_uid(meta),
-        _string_map(meta.get("labels"), "metadata.labels"),
+        string_map(meta.get("labels"), "metadata.labels"),
         template_key(spec.get("template")),
         parse_time(meta.get("creationTimestamp")),
     )
@@ -273,7 +283,7 @@ def unschedulable_pod(obj: Mapping) -> UnschedulablePod | None:
             if condition.get("status") != "False" or condition.get("reason") != "Unschedulable":
                 return None
             since = parse_time(condition.get("lastTransitionTime"))
-            labels = _string_map(meta.get("labels"), "metadata.labels")
+            labels = string_map(meta.get("labels"), "metadata.labels")
             return UnschedulablePod(namespace, name, controller_uid(meta), labels, since)
     return None
 
