@@ -1,0 +1,47 @@
+"""Packing kernels (numba): per-node fit, Karmada's first-fit, best-mode packing, witness check.
+
+Flat arrays only, C-contiguous: int64 amounts (cpu in millicores, everything else in whole
+units), bool masks. Column 0 of every resource axis is `pods`: available[:, 0] is the pod
+slots left on a node and every request row asks for exactly 1 pod. Masks say which nodes a
+component may use (filters already applied).
+
+    sum_fit(available[N,K], request[K], mask[N]) -> int
+    first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
+    best_sets(available, requests, replicas, masks, upper) -> Packing
+    verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
+    warmup() -> None
+
+The wrappers check shapes, dtypes and signs (ValueError) and widen narrower integer
+arrays; `first_fit_sets` consumes `available` in place, so it must already be a writable
+int64 C-contiguous array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._arrays import Packing
+from .best import best_sets
+from .firstfit import first_fit_sets
+from .fit import sum_fit
+from .witness import verify_placement
+
+__all__ = ["Packing", "best_sets", "first_fit_sets", "sum_fit", "verify_placement", "warmup"]
+
+
+def warmup() -> None:
+    """Compile every kernel (or load it from numba's on-disk cache) with production dtypes.
+
+    Runs each public entry point on a tiny problem that reaches every kernel, including
+    the best-mode search (first-fit is not optimal on it).
+    """
+    # Two nodes: [pods, cpu, gpu]. A cpu-only master first in order would take node 0's
+    # only pod slot, which the gpu worker needs.
+    available = np.array([[1, 4, 1], [1, 4, 0]], dtype=np.int64)
+    requests = np.array([[1, 1, 0], [1, 1, 1]], dtype=np.int64)
+    replicas = np.array([1, 1], dtype=np.int64)
+    masks = np.ones((2, 2), dtype=np.bool_)
+    sum_fit(available, requests[0], masks[0])
+    packing = best_sets(available, requests, replicas, masks, 4)
+    verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
+    first_fit_sets(available.copy(), requests, replicas, masks, 4)
