@@ -153,6 +153,9 @@ class _NodeTree:
         if not nodes:
             del self._zones[zone]
 
+    def __len__(self) -> int:
+        return sum(map(len, self._zones.values()))
+
     def order(self) -> np.ndarray:
         """Rows round-robin across zones: zone0[0], zone1[0], ..., zone0[1], zone1[1], ..."""
         zones = [np.fromiter(nodes.values(), dtype=np.int64, count=len(nodes)) for nodes in self._zones.values()]
@@ -204,6 +207,9 @@ class ClusterCache:
         self._tree = _NodeTree()
         self._order: tuple[np.ndarray, tuple[str, ...]] | None = None
         self._hostnames: tuple[str | None, ...] | None = None
+        # Name and hostname look-ups a snapshot builds on first use; they depend only on the
+        # order and the hostnames, so snapshots share them until either changes.
+        self._positions: dict = {}
         self._classes_tuple: tuple[NodeClass, ...] | None = None
         self._resource_names: tuple[str, ...] | None = None
         # Counted pods: (namespace, name) -> (row, ((column, amount), ...)).
@@ -309,11 +315,12 @@ class ClusterCache:
             else:
                 self._tree.add(node.zone, node.name, row)
                 self._order = None
+            if state is None or state.hostname != node.hostname:
+                self._hostnames = None
             self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
             self._row_class[row] = class_id
             self._row_hostnames[row] = node.hostname
             self._allocatable[row] = values
-            self._hostnames = None
             self._changed()
 
     def delete_node(self, name: str) -> None:
@@ -429,7 +436,7 @@ class ClusterCache:
         """Sizes for logs and metrics."""
         with self._lock:
             return {
-                "nodes": sum(len(z) for z in self._tree._zones.values()),
+                "nodes": len(self._tree),
                 "rows": len(self._rows),
                 "rows_ever_used": self._next_row,
                 "counted_pods": len(self._pods),
@@ -454,6 +461,7 @@ class ClusterCache:
         rows, names = self._order
         if self._hostnames is None:
             self._hostnames = tuple(self._row_hostnames[rows].tolist())
+            self._positions = {}
         if self._classes_tuple is None:
             self._classes_tuple = tuple(self._classes)
         if self._resource_names is None:
@@ -479,6 +487,7 @@ class ClusterCache:
             workloads=self._workloads.index(),
             updated_at=self._updated_at,
             hostnames=self._hostnames,
+            _positions=self._positions,
         )
 
 

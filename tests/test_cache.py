@@ -173,6 +173,24 @@ def test_a_label_change_moves_a_node_to_another_class_and_frees_the_old_one():
     assert cache.snapshot().classes[cache.snapshot().node_class[2]].label_dict() == {"pool": "z"}
 
 
+def test_hostname_and_name_look_ups_follow_relabels_and_new_nodes():
+    from estimator.model import NodeClaim, NodeSelectorRequirement, NodeSelectorTerm
+
+    by_hostname = NodeClaim(node_selector=(("kubernetes.io/hostname", "web-host"),))
+    by_name = NodeClaim(affinity_terms=(NodeSelectorTerm(match_fields=(NodeSelectorRequirement("metadata.name", "In", ("b",)),)),))
+    cache = _cache(node("a").zone("z1").build(), node("b").zone("z2").build())
+    assert not cache.snapshot().node_mask(by_hostname).any()
+    assert cache.snapshot().node_mask(by_name).tolist() == [False, True]
+    cache.upsert_node(node("a").zone("z1").label("kubernetes.io/hostname", "web-host").build())
+    assert cache.snapshot().node_mask(by_hostname).tolist() == [True, False]
+    cache.upsert_node(node("c").zone("z1").build())  # order becomes a, b, c
+    cache.upsert_node(node("a0").zone("z3").build())  # order becomes a, b, a0, c
+    snapshot = cache.snapshot()
+    assert snapshot.node_names == ("a", "b", "a0", "c")
+    assert snapshot.node_mask(by_name).tolist() == [False, True, False, False]
+    assert snapshot.node_mask(by_hostname).tolist() == [True, False, False, False]
+
+
 # --- Karmada's node order ---------------------------------------------------------------
 
 
