@@ -317,7 +317,7 @@ class WorkloadIndex:
         candidates = [
             rs
             for rs in self.replicasets.get(deployment.namespace, _EMPTY).values()
-            if rs.controller_uid == deployment.uid and deployment.selector.matches(rs.labels)
+            if rs.controller_uid and rs.controller_uid == deployment.uid and deployment.selector.matches(rs.labels)
         ]
         candidates.sort(key=lambda rs: (rs.created, rs.name))
         return next((rs for rs in candidates if rs.template_key == deployment.template_key), None)

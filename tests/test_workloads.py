@@ -49,6 +49,11 @@ def _without_labels(obj):
     return obj
 
 
+def _without_owner(obj):
+    del obj["metadata"]["ownerReferences"]
+    return obj
+
+
 DEPLOYMENT_CASES = [
     ("pods stuck longer than the threshold count", [DEP, RS, *stuck(count=2)], 60.0, 2),
     ("pods stuck for less than the threshold do not", [DEP, RS, *stuck(since=RECENT)], 60.0, 0),
@@ -82,6 +87,16 @@ DEPLOYMENT_CASES = [
     (
         "a ReplicaSet whose labels miss the selector is not the new one",
         [DEP, off := _without_labels(replicaset("ns", "web-y").owned_by(DEP).build()), *stuck(off)],
+        60.0,
+        0,
+    ),
+    (
+        "a ReplicaSet without a controller is not the new one, even when uids are missing",
+        [
+            deployment("ns", "web").uid("").build(),
+            free := _without_owner(replicaset("ns", "web-z").owned_by(deployment("ns", "web").uid("").build()).build()),
+            *stuck(free),
+        ],
         60.0,
         0,
     ),
