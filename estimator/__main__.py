@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="With a client CA set, do not require or verify client certificates.")
     p.add_argument("--max-concurrent-requests", type=int, default=0,
                    help="RPCs in flight beyond this are refused with RESOURCE_EXHAUSTED; 0: no limit.")
+    p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
+                   help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
     p.add_argument("--shutdown-grace-period", type=float, default=10.0,
                    help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
     p.add_argument("--feature-gates", default="",
@@ -91,6 +93,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
         parser.error("--grpc-auth-cert-file and --grpc-auth-key-file must be given together")
     if args.max_concurrent_requests < 0:
         parser.error("--max-concurrent-requests must be >= 0")
+    if args.max_request_bytes <= 0:
+        parser.error("--max-request-bytes must be > 0")
     for gate in filter(None, (g.strip() for g in args.feature_gates.split(","))):
         name, _, value = gate.partition("=")
         if name not in KNOWN_FEATURE_GATES or value.lower() not in ("true", "false"):
@@ -115,6 +119,11 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["manifests"]:
+        from estimator.manifests import main as manifests_main
+
+        return manifests_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     logsetup.configure(args.log_format, args.v)
@@ -140,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         grpc_client_ca_file=args.grpc_client_ca_file,
         insecure_skip_grpc_client_verify=args.insecure_skip_grpc_client_verify,
         max_concurrent_requests=args.max_concurrent_requests,
+        max_request_bytes=args.max_request_bytes,
         shutdown_grace_seconds=args.shutdown_grace_period,
     )
     try:
