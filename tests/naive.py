@@ -34,13 +34,18 @@ def sum_fit(available, request, mask) -> int:
     return min(total, INT64_MAX)
 
 
-def first_fit(available, requests, replicas, masks, upper):
+def first_fit(available, requests, replicas, masks, upper, order=None, node_orders=None):
     """Karmada's SchedulingSimulator, literally: every set rescans the nodes from the first.
 
+    `order` (components in packing order) and `node_orders` (per component, the nodes it
+    walks, in order) generalise it to the orders the best mode tries; by default they are
+    Karmada's: components as given, all nodes by index.
     Returns (sets, placement as list of lists, available left as list of lists).
     """
     avail, reqs, reps, mask = _rows(available), _rows(requests), _row(replicas), _flags(masks)
     n_nodes = len(avail)
+    order = list(range(len(reps))) if order is None else [int(c) for c in order]
+    walks = [list(range(n_nodes))] * len(reps) if node_orders is None else [list(w) for w in node_orders]
     placement = [[0] * n_nodes for _ in reps]
     if all(r == 0 for r in reps):
         return upper, placement, avail
@@ -48,9 +53,9 @@ def first_fit(available, requests, replicas, masks, upper):
     while sets < upper:
         this_set: dict[tuple[int, int], int] = {}
         complete = True
-        for c, replicas_c in enumerate(reps):
-            remaining = replicas_c
-            for n in range(n_nodes):
+        for c in order:
+            remaining = reps[c]
+            for n in walks[c]:
                 if remaining == 0:
                     break
                 if not mask[c][n]:

@@ -73,14 +73,13 @@ def _groups(
     single: np.ndarray,
     skip: int,
     demand: np.ndarray,
-    room: np.ndarray,
     limit: int,
 ) -> int:
     """Group the components placed on a single node (single[c] >= 0), leaving out `skip`.
 
     For the first component of each group (in `order`), demand[i] = what one set takes from
-    its node and room[i] = how many more sets the node can give, capped at `limit`; other
-    positions get demand[i, 0] = -1. Returns the smallest room (limit if no group).
+    its node; other positions get demand[i, 0] = -1. Returns how many more sets every
+    group's node can give, capped at `limit`.
     """
     n_comp, n_cols = order.shape[0], available.shape[1]
     smallest = limit
@@ -88,7 +87,6 @@ def _groups(
         c = order[i]
         n = single[c]
         demand[i, 0] = -1
-        room[i] = limit
         if n < 0 or c == skip:
             continue
         leader = True
@@ -116,7 +114,6 @@ def _groups(
                     t = min(t, a // d)
                 elif t * d > a:
                     t = a // d
-        room[i] = t
         smallest = min(smallest, t)
     return smallest
 
@@ -165,7 +162,7 @@ def _blocked(
 def _count_blocked(
     available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, order: np.ndarray, single: np.ndarray
 ) -> int:
-    return _blocked(available, requests, replicas, order, single, -1)[0]
+    return _blocked(available, requests, replicas, order, single, requests.shape[0])[0]
 
 
 @kernel
@@ -180,50 +177,33 @@ def _fill_mover(
     pointer: np.ndarray,
     single: np.ndarray,
     demand: np.ndarray,
-    room: np.ndarray,
     limit: int,
     placement: np.ndarray,
 ) -> tuple[int, bool]:
     """The one-mover step (module docstring): (sets placed, whether packing has ended)."""
     n_comp = order.shape[0]
     ordered = node_order.shape[0] > 0
-    mover = -1
+    none = requests.shape[0]  # no component has this index
+    mover = none
     for i in range(n_comp):
         c = order[i]
         if replicas[c] > 0 and single[c] == -2:
-            if mover >= 0:
+            if mover != none:
                 return 0, False
             mover = c
     blocked, last_blocked = _blocked(available, requests, replicas, order, single, mover)
-    if mover < 0:
-        # Every component sat on one node: the mover is the one whose node is full.
-        if blocked > 1:
+    if mover == none:
+        # Every component sat on one node: the mover is the one whose node is full. (A
+        # full node shared by components that each still fit alone has two candidates.)
+        if blocked != 1:
             return 0, False
         mover = last_blocked
-        if mover < 0:
-            # Each share fits alone; some shared node may still be full as a group.
-            _groups(available, requests, replicas, order, single, -1, demand, room, limit)
-            for i in range(n_comp):
-                c = order[i]
-                if single[c] < 0:
-                    continue
-                lead = i
-                for j in range(i):
-                    if single[order[j]] == single[c]:
-                        lead = j
-                        break
-                if room[lead] == 0:
-                    if mover >= 0:
-                        return 0, False
-                    mover = c
-            if mover < 0:
-                return 0, False
     elif blocked > 0:
         return 0, False  # a component that must stay cannot
     if replicas[mover] > _SMALL:
         return 0, False
     r_m = replicas[mover]
-    stay = _groups(available, requests, replicas, order, single, mover, demand, room, limit)
+    stay = _groups(available, requests, replicas, order, single, mover, demand, limit)
     if stay <= 0:
         return 0, False
     for i in range(n_comp):
@@ -231,8 +211,12 @@ def _fill_mover(
         n = single[c]
         if c == mover or n < 0:
             continue
-        behind = (not ordered) and n < pointer[mover]
-        if not behind and masks[mover, n] and _take(available, requests, mover, n, 1) > 0:
+        if ((not ordered) and n < pointer[mover]) or not masks[mover, n]:
+            continue  # walked past, or not allowed
+        for k in range(available.shape[1]):
+            if requests[mover, k] > available[n, k]:
+                break
+        else:
             return 0, False  # the mover could still land on a node the others use
     length = lengths[mover] if ordered else available.shape[0]
     start = pointer[mover]
@@ -314,7 +298,8 @@ def _first_fit(
     pointer = np.zeros(n_req, np.int64)
     single = np.empty(n_req, np.int64)  # node holding all of c in this set; -1 none; -2 several
     demand = np.empty((n_comp, n_cols), np.int64)
-    room = np.empty(n_comp, np.int64)
+    no_skip = n_req  # no component has this index (a variable, not a literal -1, so the
+    # helpers compile once)
     sets = 0
     while sets < upper:
         m = 0
@@ -357,15 +342,15 @@ def _first_fit(
         # Cheap tests first: calls with a dozen array arguments cost more than a set.
         blocked = _count_blocked(available, requests, replicas, order, single)
         if spread == 0 and blocked == 0 and sets < upper:
-            t = _groups(available, requests, replicas, order, single, -1, demand, room, upper - sets)
+            t = _groups(available, requests, replicas, order, single, no_skip, demand, upper - sets)
             if t > 0:
-                _apply_groups(available, replicas, order, single, -1, demand, t, placement)
+                _apply_groups(available, replicas, order, single, no_skip, demand, t, placement)
                 sets += t
                 blocked = _count_blocked(available, requests, replicas, order, single)
         if sets < upper and blocked + spread <= 1:
             more, ended = _fill_mover(
                 available, requests, replicas, masks, order, node_order, lengths,
-                pointer, single, demand, room, upper - sets, placement,
+                pointer, single, demand, upper - sets, placement,
             )  # fmt: skip
             sets += more
             if ended:
