@@ -266,6 +266,27 @@ def _fill_mover(
 
 
 @kernel
+def _unplace(
+    order: np.ndarray,
+    node_order: np.ndarray,
+    lengths: np.ndarray,
+    last: int,
+    start_at: np.ndarray,
+    start_held: np.ndarray,
+    pointer: np.ndarray,
+    placement: np.ndarray,
+) -> None:
+    """Take the set in progress (components order[:last + 1]) back out of `placement`."""
+    ordered = node_order.shape[0] > 0
+    for i in range(last + 1):
+        c = order[i]
+        end = min(pointer[c], (lengths[c] if ordered else placement.shape[1]) - 1)
+        for p in range(start_at[c], end + 1):
+            n = node_order[c, p] if ordered else p
+            placement[c, n] = start_held[c] if p == start_at[c] else 0
+
+
+@kernel
 def _first_fit(
     available: np.ndarray,
     requests: np.ndarray,
@@ -287,22 +308,18 @@ def _first_fit(
     n_nodes = available.shape[0]
     n_comp = order.shape[0]
     ordered = node_order.shape[0] > 0
-    # What the set in progress placed; committed to `placement` only if the set completes.
-    # Every entry holds at least one replica, so a set has at most sum(min(replicas, nodes)).
-    capacity = 1
-    for c in range(n_req):
-        capacity += min(replicas[c], lengths[c] if ordered else n_nodes)
-    placed_c = np.empty(capacity, np.int64)
-    placed_n = np.empty(capacity, np.int64)
-    placed_x = np.empty(capacity, np.int64)
     pointer = np.zeros(n_req, np.int64)
     single = np.empty(n_req, np.int64)  # node holding all of c in this set; -1 none; -2 several
+    # Where each component's walk started in the set in progress, and what `placement`
+    # held there, to take a set that fails back out of `placement` (complete sets only).
+    # Past its pointer a component has placed nothing, so those entries were 0.
+    start_at = np.zeros(n_req, np.int64)
+    start_held = np.zeros(n_req, np.int64)
     demand = np.empty((n_comp, n_cols), np.int64)
     no_skip = n_req  # no component has this index (a variable, not a literal -1, so the
     # helpers compile once)
     sets = 0
     while sets < upper:
-        m = 0
         spread = 0  # components this set placed over several nodes
         for i in range(n_comp):
             c = order[i]
@@ -312,7 +329,10 @@ def _first_fit(
                 continue
             length = lengths[c] if ordered else n_nodes
             p = pointer[c]
-            start = m
+            start_at[c] = p
+            if p < length:
+                start_held[c] = placement[c, node_order[c, p] if ordered else p]
+            used = 0
             while p < length:
                 n = node_order[c, p] if ordered else p
                 if masks[c, n]:
@@ -320,24 +340,21 @@ def _first_fit(
                     if f > 0:
                         for k in range(n_cols):
                             available[n, k] -= f * requests[c, k]
-                        placed_c[m] = c
-                        placed_n[m] = n
-                        placed_x[m] = f
-                        m += 1
+                        placement[c, n] += f
+                        single[c] = n
+                        used += 1
                         remaining -= f
                         if remaining == 0:
                             break  # this node may fit more: the next walk starts here
                 p += 1
             pointer[c] = p
             if remaining > 0:
-                return sets  # the partial set's consumption stays, as in Go
-            if m - start == 1:
-                single[c] = placed_n[start]
-            else:
+                # The partial set's consumption stays in `available`, as in Go.
+                _unplace(order, node_order, lengths, i, start_at, start_held, pointer, placement)
+                return sets
+            if used > 1:
                 single[c] = -2
                 spread += 1
-        for j in range(m):
-            placement[placed_c[j], placed_n[j]] += placed_x[j]
         sets += 1
         # Cheap tests first: calls with a dozen array arguments cost more than a set.
         blocked = _count_blocked(available, requests, replicas, order, single)

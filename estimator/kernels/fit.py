@@ -55,63 +55,122 @@ def _fit_table(available: np.ndarray, requests: np.ndarray, masks: np.ndarray, o
 
 
 @kernel
+def _add(total: int, amount: int) -> int:
+    """total + amount for non-negative values, saturating at INT64_MAX (read as "unknown")."""
+    return INT64_MAX if amount > INT64_MAX - total else total + amount
+
+
+@kernel
+def _demand(requests: np.ndarray, replicas: np.ndarray, k: int) -> int:
+    """What one set needs of column k, saturating at INT64_MAX."""
+    total = 0
+    for c in range(requests.shape[0]):
+        r = requests[c, k]
+        if r > 0 and replicas[c] > 0:
+            total = INT64_MAX if replicas[c] > (INT64_MAX - total) // r else total + replicas[c] * r
+    return total
+
+
+@kernel
+def _bound(supply: int, demand: int, bound: int) -> int:
+    """min(bound, supply // demand), skipping what saturation makes unknown."""
+    if demand == 0 or supply == INT64_MAX:
+        return bound  # nothing needed, or too much to count: no bound from here
+    if demand == INT64_MAX:
+        return 0  # a set needs more than int64 holds, and there is less
+    return min(bound, supply // demand)
+
+
+@kernel
+def _quick_bound(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int
+) -> int:
+    """A bound on complete sets from column totals alone (additions, no division per node).
+
+    Per component and column: what its nodes hold / what it needs per set; per column,
+    jointly: what the nodes any requesting component may use hold / what a set needs.
+    """
+    n_comp, n_cols = requests.shape
+    held = np.zeros((n_comp, n_cols), np.int64)
+    joint = np.zeros(n_cols, np.int64)
+    for n in range(available.shape[0]):
+        for k in range(n_cols):
+            a = available[n, k]
+            wanted = False
+            for c in range(n_comp):
+                if replicas[c] > 0 and masks[c, n] and requests[c, k] > 0:
+                    held[c, k] = _add(held[c, k], a)
+                    wanted = True
+            if wanted:
+                joint[k] = _add(joint[k], a)
+    bound = upper
+    for c in range(n_comp):
+        for k in range(n_cols):
+            r = requests[c, k]
+            if r > 0 and replicas[c] > 0:
+                need = INT64_MAX if replicas[c] > INT64_MAX // r else replicas[c] * r
+                bound = _bound(held[c, k], need, bound)
+    for k in range(n_cols):
+        bound = _bound(joint[k], _demand(requests, replicas, k), bound)
+    return bound
+
+
+@kernel
 def _set_bound(
     available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, fits: np.ndarray, upper: int
 ) -> int:
     """An upper bound on the number of complete sets that any placement can reach.
 
-    Per component: floor(sum of its per-node fits / replicas). Per resource k, jointly: a node
-    can give the set at most min(available[n, k], sum over c of fit(c, n) * requests[c, k]),
-    and a set needs sum over c of replicas[c] * requests[c, k]. Saturated sums skip a bound
-    rather than under-estimate it.
+    Per component: floor(sum of its per-node fits / replicas). Per column k, jointly: a node
+    can give a set at most min(available[n, k], sum over c of fit(c, n) * requests[c, k]),
+    and a set needs sum over c of replicas[c] * requests[c, k]. Replica slots: a node holds
+    at most available[n, k] // (smallest request for k) replicas in any column k that every
+    component fitting there asks for (pods always), and a set has sum(replicas) replicas;
+    this is the bound that sees 3 + 3 cpu do not share a 5-cpu node.
     """
-    n_nodes, n_cols = available.shape
-    bound = upper
-    for c in range(requests.shape[0]):
-        if replicas[c] == 0:
-            continue
-        total = 0
-        saturated = False
-        for n in range(n_nodes):
-            f = fits[c, n]
-            if f > INT64_MAX - total:
-                saturated = True
-                break
-            total += f
-        if not saturated:
-            bound = min(bound, total // replicas[c])
-    for k in range(n_cols):
-        demand = 0
-        demand_saturated = False
-        for c in range(requests.shape[0]):
-            r = requests[c, k]
-            if r > 0 and replicas[c] > 0:
-                if replicas[c] > (INT64_MAX - demand) // r:
-                    demand_saturated = True
-                    break
-                demand += replicas[c] * r
-        if demand == 0 and not demand_saturated:
-            continue
-        supply = 0
-        supply_saturated = False
-        for n in range(n_nodes):
+    n_comp, n_cols = requests.shape
+    fit_sum = np.zeros(n_comp, np.int64)
+    supply = np.zeros(n_cols, np.int64)
+    # Scalars accumulate in arrays: `_add` then always sees int64, never a literal 0.
+    slots = np.zeros(1, np.int64)
+    per_set = np.zeros(1, np.int64)
+    fitting = np.zeros(1, np.int64)
+    for c in range(n_comp):
+        per_set[0] = _add(per_set[0], replicas[c])
+    for n in range(available.shape[0]):
+        fitting[0] = 0
+        for c in range(n_comp):
+            if replicas[c] > 0:
+                fit_sum[c] = _add(fit_sum[c], fits[c, n])
+                fitting[0] = _add(fitting[0], fits[c, n])
+        node_slots = fitting[0]
+        for k in range(n_cols):
             usable = 0
-            for c in range(requests.shape[0]):
-                if replicas[c] > 0 and requests[c, k] > 0:
-                    # fits[c, n] <= available[n, k] // requests[c, k]: no overflow.
-                    part = fits[c, n] * requests[c, k]
+            smallest = INT64_MAX  # smallest request for k among components fitting on n
+            for c in range(n_comp):
+                if replicas[c] > 0 and fits[c, n] > 0:
+                    r = requests[c, k]
+                    smallest = min(smallest, r) if r > 0 else 0
+                    # fits[c, n] <= available[n, k] // r: no overflow.
+                    part = fits[c, n] * r
                     usable = INT64_MAX if part > INT64_MAX - usable else usable + part
-            usable = min(usable, available[n, k])
-            if usable > INT64_MAX - supply:
-                supply_saturated = True
-                break
-            supply += usable
-        if supply_saturated:
-            continue
-        if demand_saturated:
-            return 0  # a set needs more than int64 of k, and the cluster has less
-        bound = min(bound, supply // demand)
-    return bound
+            supply[k] = _add(supply[k], min(usable, available[n, k]))
+            if 0 < smallest < INT64_MAX and node_slots > 0:
+                a = available[n, k]
+                if smallest == 1:
+                    node_slots = min(node_slots, a)
+                elif node_slots > _SMALL or smallest > _SMALL:
+                    node_slots = min(node_slots, a // smallest)
+                elif node_slots * smallest > a:
+                    node_slots = a // smallest
+        slots[0] = _add(slots[0], node_slots)
+    bound = upper
+    for c in range(n_comp):
+        if replicas[c] > 0:
+            bound = _bound(fit_sum[c], replicas[c], bound)
+    for k in range(n_cols):
+        bound = _bound(supply[k], _demand(requests, replicas, k), bound)
+    return _bound(slots[0], per_set[0], bound)
 
 
 def sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:
