@@ -120,3 +120,30 @@ def test_best_reaches_the_bound_where_first_fit_wastes_a_third_of_the_gpus():
     assert first_fit.sets == 1066
     assert best.sets == 1600  # every gpu used: 1600 nodes x 2 gpus / 2 workers
     assert kernels.verify_placement(available, requests, replicas, masks, best.sets, best.placement)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", SHAPES[:3], ids=SHAPES[:3])
+def test_first_fit_in_best_mode_orders_equals_the_naive_rescan_in_those_orders(shape, seed):
+    """The kernel behind best mode walks other component and node orders; the shortcuts
+    must hold there too (there, a node is private to its component only by fit or mask)."""
+    from estimator.kernels import firstfit
+
+    rng = np.random.default_rng(seed)
+    available = shaped_cluster(shape, n_nodes=200)
+    requests, replicas = (np.array(x, dtype=np.int64) for x in JOBS["master, 2-gpu workers, then a sidecar"])
+    n_comp, n_nodes = len(replicas), available.shape[0]
+    masks = rng.random((n_comp, n_nodes)) < 0.9
+    order = rng.permutation(n_comp)
+    walks = [rng.permutation(n_nodes)[: rng.integers(n_nodes // 2, n_nodes + 1)] for _ in range(n_comp)]
+    if seed % 2:  # runs of consecutive nodes, as the sorted orders produce
+        walks = [np.sort(walk) for walk in walks]
+    node_order = np.zeros((n_comp, n_nodes), dtype=np.int64)
+    for c, walk in enumerate(walks):
+        node_order[c, : len(walk)] = walk
+    lengths = np.array([len(walk) for walk in walks], dtype=np.int64)
+    for scale, upper in ((1, MAX_INT32), (7, 1)):  # set by set; and 7 sets' worth as one set
+        left = available.copy()
+        packing = firstfit.pack(left, requests, replicas * scale, masks, order, node_order, lengths, upper)
+        expected = naive.first_fit(available, requests, replicas * scale, masks, upper, order, walks)
+        assert (packing.sets, packing.placement.tolist(), left.tolist()) == expected

@@ -318,12 +318,41 @@ SUBOPTIMAL = [
 ]
 
 
-@pytest.mark.parametrize(
-    "available, specs, first_fit, optimum", [case[1:] for case in SUBOPTIMAL], ids=[case[0] for case in SUBOPTIMAL]
-)
-def test_best_mode_beats_first_fit_and_reaches_the_optimum(available, specs, first_fit, optimum):
+# In raw arrays: cases found by random search where only packing k sets in bulk gets there,
+# at k = U (the bound) or, below a loose bound, by bisection.
+RAW_SUBOPTIMAL = [
+    (
+        "a pods-only pair whose first component may use only the first node",
+        np.array([[7], [7], [5]]),
+        np.array([[1], [1]]),
+        np.array([1, 1]),
+        np.array([[True, False, False], [True, True, True]]),
+        4,
+        7,
+    ),
+    (
+        "four components on four partly masked nodes, one bound above the optimum",
+        np.array([[6, 2], [3, 7], [8, 7], [7, 1]]),
+        np.array([[1, 0], [1, 1], [1, 1], [1, 2]]),
+        np.array([1, 2, 1, 0]),
+        np.array([[0, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1]], dtype=np.bool_),
+        3,
+        4,
+    ),
+]
+
+
+def _specs_case(available, specs, first_fit, optimum):
     requests, replicas = components(*specs)
-    masks = everywhere(len(specs), available.shape[0])
+    return available, requests, replicas, everywhere(len(specs), available.shape[0]), first_fit, optimum
+
+
+@pytest.mark.parametrize(
+    "available, requests, replicas, masks, first_fit, optimum",
+    [_specs_case(*case[1:]) for case in SUBOPTIMAL] + [case[1:] for case in RAW_SUBOPTIMAL],
+    ids=[case[0] for case in SUBOPTIMAL + RAW_SUBOPTIMAL],
+)
+def test_best_mode_beats_first_fit_and_reaches_the_optimum(available, requests, replicas, masks, first_fit, optimum):
     assert check_first_fit(available, requests, replicas, masks, MAX_INT32).sets == first_fit
     assert naive.exhaustive(available, requests, replicas, masks, MAX_INT32)[0] == optimum
     assert check_best(available, requests, replicas, masks, MAX_INT32).sets == optimum
