@@ -7,6 +7,7 @@ kernel compiled or loaded from the numba cache. Until then estimates answer UNAV
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from concurrent import futures
@@ -49,11 +50,36 @@ class ServerConfig:
     shutdown_grace_seconds: float = 10.0
 
 
+class TLSFilesError(OSError):
+    """Certificate, key or CA files that cannot serve TLS; the message names the flag."""
+
+
+def _check_tls_files(config: ServerConfig) -> None:
+    """Fail start-up naming the flag, instead of gRPC's "Failed to bind to address"."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(config.grpc_auth_cert_file, config.grpc_auth_key_file)
+    except (OSError, ValueError) as error:
+        raise TLSFilesError(f"--grpc-auth-cert-file {config.grpc_auth_cert_file} / --grpc-auth-key-file "
+                            f"{config.grpc_auth_key_file}: not a certificate and its private key ({error})") from None
+    if config.grpc_client_ca_file:
+        try:
+            context.load_verify_locations(cafile=config.grpc_client_ca_file)
+        except (OSError, ValueError) as error:
+            raise TLSFilesError(f"--grpc-client-ca-file {config.grpc_client_ca_file}: no PEM CA certificate "
+                                f"({error})") from None
+
+
 def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
     """TLS as Karmada's grpcconnection.ServerConfig: no cert/key -> plaintext; a client CA ->
-    client certificates required and verified, unless --insecure-skip-grpc-client-verify."""
+    client certificates required and verified, unless --insecure-skip-grpc-client-verify
+    (then they are not even requested, as Go leaves ClientAuth at NoClientCert).
+
+    Differs from Go in one respect: gRPC Python cannot set a minimum TLS version, so
+    TLS 1.2 clients are accepted where Karmada's server insists on TLS 1.3."""
     if not config.grpc_auth_cert_file or not config.grpc_auth_key_file:
         return None
+    _check_tls_files(config)
     key = Path(config.grpc_auth_key_file).read_bytes()
     cert = Path(config.grpc_auth_cert_file).read_bytes()
     ca = Path(config.grpc_client_ca_file).read_bytes() if config.grpc_client_ca_file else None
