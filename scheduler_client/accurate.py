@@ -1,14 +1,25 @@
 """Asking accurate estimators over gRPC: one call per member, all under one deadline.
 
 A failure or a timeout is not an answer: it becomes -1 ("this estimator does not know"),
-with its reason kept for the explanation, exactly how Karmada's scheduler treats it.
+with its reason kept for the explanation. (Karmada's scheduler is harsher: one failing
+member makes it drop the accurate estimator's answers for *every* member of that job.)
+
+Connection security follows Karmada's scheduler (grpcconnection.ClientConfig): plaintext
+unless a CA file or insecure-skip-verify is given; then TLS, with the client certificate
+and key for mutual TLS when both are given. gRPC metadata `object` carries
+"kind=<Kind>, name=<namespace>/<name>", as the karmada-scheduler sends it.
 """
 
 from __future__ import annotations
 
+import socket
+import ssl
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
 
 import grpc
 
@@ -18,6 +29,47 @@ from scheduler_client.wire import component_sets_request
 
 UNKNOWN = -1
 OBJECT_METADATA_KEY = "object"
+DEFAULT_TIMEOUT_SECONDS = 3.0  # karmada-scheduler --scheduler-estimator-timeout
+DEFAULT_PORT = 10352
+DEFAULT_SERVICE_PREFIX = "karmada-scheduler-estimator"
+DEFAULT_SERVICE_NAMESPACE = "karmada-system"
+_MAX_WORKERS = 64
+_MAX_REASON = 200
+
+
+def karmada_service_address(member: str, namespace: str = DEFAULT_SERVICE_NAMESPACE,
+                            prefix: str = DEFAULT_SERVICE_PREFIX, port: int = DEFAULT_PORT) -> str:
+    """Where the karmada-scheduler finds a member's estimator: Service <prefix>-<member>."""
+    return f"{prefix}-{member}.{namespace}.svc:{port}"
+
+
+@dataclass(frozen=True)
+class ClientTLS:
+    """PEM bytes of the client's TLS material (read once, at the edge)."""
+
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = None
+    insecure_skip_verify: bool = False
+
+    @property
+    def secure(self) -> bool:
+        return self.ca is not None or self.insecure_skip_verify
+
+    @classmethod
+    def from_files(cls, ca_file: str = "", cert_file: str = "", key_file: str = "",
+                   insecure_skip_verify: bool = False) -> "ClientTLS":
+        """Raises OSError naming the file that cannot be read."""
+        read = lambda path: Path(path).read_bytes() if path else None  # noqa: E731
+        return cls(read(ca_file), read(cert_file), read(key_file), insecure_skip_verify)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    member: str
+    address: str
+    credentials: grpc.ChannelCredentials | None = None  # ready-made credentials win over `tls`
+    tls: ClientTLS | None = None
 
 
 @dataclass(frozen=True)
@@ -28,39 +80,105 @@ class Answer:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    member: str
-    address: str
-    credentials: grpc.ChannelCredentials | None = None
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
 
 
-def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key: str, timeout: float) -> Answer:
-    started = time.perf_counter()
-    if endpoint.credentials is None:
-        channel = grpc.insecure_channel(endpoint.address)
+def _presented_certificate(address: str, tls: ClientTLS, timeout: float) -> tuple[bytes, str]:
+    """The server's certificate (PEM) and a name it holds, without verifying anything.
+
+    gRPC Python cannot skip verification, so --insecure-skip-estimator-verify trusts exactly
+    the certificate the server presents, and checks the host name against that certificate.
+    """
+    host, port = _split_address(address)
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
+    if tls.cert and tls.key:
+        _load_client_pair(probe, tls)
+    with socket.create_connection((host, port), timeout=timeout) as raw, probe.wrap_socket(raw) as conn:
+        pem = ssl.DER_cert_to_PEM_cert(conn.getpeercert(binary_form=True))
+    reader = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    reader.check_hostname = False
+    reader.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    reader.load_verify_locations(cadata=pem)
+    if tls.cert and tls.key:
+        _load_client_pair(reader, tls)
+    with socket.create_connection((host, port), timeout=timeout) as raw, reader.wrap_socket(raw) as conn:
+        details = conn.getpeercert()
+    names = [value for kind, value in details.get("subjectAltName", ()) if kind == "DNS"]
+    names += [value for kind, value in details.get("subjectAltName", ()) if kind == "IP Address"]
+    names += [value for rdn in details.get("subject", ()) for key, value in rdn if key == "commonName"]
+    return pem.encode(), (names[0] if names else host)
+
+
+def _load_client_pair(context: ssl.SSLContext, tls: ClientTLS) -> None:
+    # ssl wants files; the PEM came from files, so a private temporary copy is enough.
+    with tempfile.NamedTemporaryFile("wb", suffix=".pem") as pair:
+        pair.write(tls.cert + b"\n" + tls.key)
+        pair.flush()
+        context.load_cert_chain(pair.name)
+
+
+def _channel(endpoint: Endpoint, timeout: float) -> grpc.Channel:
+    if endpoint.credentials is not None:
+        return grpc.secure_channel(endpoint.address, endpoint.credentials)
+    tls = endpoint.tls
+    if tls is None or not tls.secure:
+        return grpc.insecure_channel(endpoint.address)
+    pair = dict(private_key=tls.key, certificate_chain=tls.cert) if tls.cert and tls.key else {}
+    if not tls.insecure_skip_verify:
+        return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(tls.ca, **pair))
+    pinned, name = _presented_certificate(endpoint.address, tls, timeout)
+    return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(pinned, **pair),
+                               options=(("grpc.ssl_target_name_override", name),))
+
+
+def _reason(error: grpc.RpcError, endpoint: Endpoint, timeout: float) -> str:
+    code = error.code()
+    details = (error.details() or "").strip()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        text = f"no answer within {timeout:g}s (deadline exceeded)"
+    elif code == grpc.StatusCode.UNAVAILABLE:
+        text = f"unreachable at {endpoint.address}: {details}"
     else:
-        channel = grpc.secure_channel(endpoint.address, endpoint.credentials)
+        text = f"{code.name if code else 'UNKNOWN'}: {details}"
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+
+
+def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key: str, timeout: float,
+                       deadline: float | None = None) -> Answer:
+    """One MaxAvailableComponentSets call; `deadline` (time.monotonic()) bounds it when given."""
+    started = time.monotonic()
+    deadline = started + timeout if deadline is None else deadline
+    budget = max(deadline - started, 0.0)
+    try:
+        channel = _channel(endpoint, budget)
+    except (OSError, ValueError, ssl.SSLError) as error:
+        return Answer(endpoint.member, UNKNOWN, f"TLS set-up with {endpoint.address} failed: {error}",
+                      time.monotonic() - started)
     try:
         stub = service_pb2_grpc.EstimatorStub(channel)
         response = stub.MaxAvailableComponentSets(
             component_sets_request(endpoint.member, query),
-            timeout=timeout,
+            timeout=max(deadline - time.monotonic(), 0.0),
             metadata=((OBJECT_METADATA_KEY, object_key),),
             wait_for_ready=False,
         )
-        return Answer(endpoint.member, response.maxSets, seconds=time.perf_counter() - started)
+        return Answer(endpoint.member, response.maxSets, seconds=time.monotonic() - started)
     except grpc.RpcError as error:
-        code = error.code().name if error.code() else "UNKNOWN"
-        return Answer(endpoint.member, UNKNOWN, f"{code}: {error.details()}", time.perf_counter() - started)
+        return Answer(endpoint.member, UNKNOWN, _reason(error, endpoint, timeout), time.monotonic() - started)
     finally:
         channel.close()
 
 
-def ask_all(endpoints: list[Endpoint], query: ComponentSetsQuery, object_key: str, timeout: float) -> dict[str, Answer]:
-    """Concurrent calls; every call has the same deadline, so the whole fan-out is bounded."""
+def ask_all(endpoints: Sequence[Endpoint], query: ComponentSetsQuery, object_key: str,
+            timeout: float = DEFAULT_TIMEOUT_SECONDS) -> dict[str, Answer]:
+    """Concurrent calls under ONE deadline: the whole fan-out ends within `timeout`."""
     if not endpoints:
         return {}
-    with ThreadPoolExecutor(max_workers=len(endpoints)) as pool:
-        futures = [pool.submit(ask_component_sets, e, query, object_key, timeout) for e in endpoints]
-        return {f.result().member: f.result() for f in futures}
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(max_workers=min(len(endpoints), _MAX_WORKERS)) as pool:
+        futures = [pool.submit(ask_component_sets, e, query, object_key, timeout, deadline) for e in endpoints]
+        answers = [f.result() for f in futures]
+    return {answer.member: answer for answer in answers}

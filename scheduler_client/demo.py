@@ -1,7 +1,12 @@
-"""`make demo`: the reference scenario (shared/docs/scenario.md) against real estimators.
+"""`make demo`: the reference scenario (shared/docs/scenario.md), start to end, in under a minute.
 
-Starts one estimator per member and packing mode from deploy/demo/, asks each over gRPC
-how many complete sets of train-small and train-big it can host, prints the table, stops.
+Starts one accurate estimator per member and packing mode from deploy/demo/, then shows
+train-small and train-big placed
+  (a) with the general estimator only: member-b looks feasible for train-big (the trap);
+  (b) with the accurate estimators too: member-b rejected with the reason, member-c chosen;
+  (c) with Karmada's GPU-blind default resource models: -1 "unknown" here, not a silent 0;
+  (d) `karmada-place doctor` on the policy of the scenario's failures 1 and 2.
+Every number printed is computed by the same code `karmada-place` runs.
 """
 
 from __future__ import annotations
@@ -10,47 +15,154 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from estimator.model import ComponentSetsQuery
-from scheduler_client.accurate import Endpoint, ask_component_sets
-from scheduler_client.interpreters import interpret
+from scheduler_client import accurate, cli
+from scheduler_client.gates import DEFAULTS
 from scheduler_client.launch import LocalEstimator, wait_serving
+from scheduler_client.members import build_members
+from scheduler_client.placement import ACCURATE, MODELS, Options, evaluate
+from scheduler_client.report import columns
+from scheduler_client.sources import load_clusters, load_job, load_member_snapshot, load_policy
 
-DEMO = Path(__file__).resolve().parents[1] / "deploy" / "demo"
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "deploy" / "demo"
 MEMBERS = ("member-a", "member-b", "member-c")
 JOBS = ("train-small", "train-big")
 MODES = ("best", "first-fit")
+CLUSTERS = DEMO / "clusters.yaml"
+GOOD_POLICY = DEMO / "policies" / "one-member.yaml"
+BAD_POLICY = DEMO / "policies" / "copy-everywhere.yaml"
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+def _section(title: str) -> None:
+    print(f"\n{title}\n" + "-" * len(title))
+
+
+def _cell(value: int | None) -> str:
+    return "-" if value is None else ("?" if value < 0 else str(value))
+
+
+class Scenario:
+    def __init__(self, endpoints: dict[str, accurate.Endpoint]):
+        self.jobs = {name: load_job(DEMO / "jobs" / f"{name}.yaml") for name in JOBS}
+        self.placement = load_policy(GOOD_POLICY).placement
+        snapshots = {m: load_member_snapshot(m, [DEMO / f"{m}.yaml"]) for m in MEMBERS}
+        self.members = build_members(load_clusters([CLUSTERS]), snapshots)
+        self.endpoints = endpoints
+
+    def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False):
+        endpoints = self.endpoints if use_accurate else {}
+        options = Options(karmada_compatible=karmada_compatible, gates=dict(DEFAULTS),
+                          accurate_members=frozenset(endpoints),
+                          accurate_addresses={n: e.address for n, e in endpoints.items()})
+        ask = lambda names, query, key: accurate.ask_all([endpoints[n] for n in names], query, key)  # noqa: E731
+        return evaluate(self.jobs[job], self.members, self.placement, options, ask)
+
+
+def _sets_table(scenario: Scenario, use_accurate: bool) -> list:
+    rows, results = [("job", *MEMBERS, "chosen")], []
+    for job in JOBS:
+        result = scenario.place(job, use_accurate)
+        sets = {m.name: m.sets for m in result.members}
+        rows.append((job, *(_cell(sets[m]) for m in MEMBERS), result.selected or "none"))
+        results.append(result)
+    print("\n".join(columns(rows, "    ")))
+    return results
+
+
+def packing_table(endpoints_by_mode: dict[str, dict[str, accurate.Endpoint]], scenario: Scenario) -> None:
+    _section("Accurate estimators: complete sets each member can host (MaxAvailableComponentSets over gRPC)")
+    rows = [("job", "packing", *MEMBERS)]
+    for job in JOBS:
+        query_job = scenario.jobs[job]
+        query = ComponentSetsQuery(query_job.components, query_job.namespace)
+        for mode in MODES:
+            answers = accurate.ask_all(list(endpoints_by_mode[mode].values()), query, query_job.object_key)
+            rows.append((job, mode, *(_cell(answers[m].value) for m in MEMBERS)))
+    print("\n".join(columns(rows, "    ")))
+    print("    train-big needs 2 workers x 3 GPUs: member-b has 6 GPUs in total but only 2 per node, so no node\n"
+          "    can hold a worker; member-c has 8 GPUs on one node and fits the whole job.")
+
+
+def general_only(scenario: Scenario) -> None:
+    _section("(a) General estimator only: cluster totals, as Karmada without scheduler-estimators")
+    results = _sets_table(scenario, use_accurate=False)
+    seen = set()
+    for result in results:
+        for m in result.members:
+            if m.sets == 0 and m.reasons[0] not in seen:
+                seen.add(m.reasons[0])
+                print(f"    {m.name} ({result.job.name}): {m.reasons[0]}")
+        for warning in result.warnings:
+            if "cluster totals, but" in warning:
+                print(f"    THE TRAP, {result.job.name}: {warning}")
+
+
+def with_accurate(scenario: Scenario) -> None:
+    _section("(b) General + accurate estimators: per member, the minimum of the answers that are not -1")
+    results = _sets_table(scenario, use_accurate=True)
+    for result in results:
+        for m in result.members:
+            if m.verdict == "rejected" and m.estimates[ACCURATE] == 0:
+                print(f"    {m.name} ({result.job.name}) rejected: " + "; ".join(m.reasons[1:2] or m.reasons[:1]))
+    args = ["--job", _rel(DEMO / "jobs" / "train-big.yaml"), "--policy", _rel(GOOD_POLICY), "--clusters",
+            _rel(CLUSTERS), *[a for m in MEMBERS for a in ("--member", f"{m}={_rel(DEMO / (m + '.yaml'))}")],
+            *[a for m, e in scenario.endpoints.items() for a in ("--estimator", f"{m}={e.address}")]]
+    print("\n$ karmada-place " + " ".join(args) + "\n")
+    exit_code = cli.main([str(REPO / a) if a.startswith("deploy/") else a for a in args])
+    print(f"(exit status {exit_code})")
+
+
+def blind_models(scenario: Scenario) -> None:
+    _section("(c) Karmada's default resource models describe cpu and memory only: GPU jobs")
+    rows = [("job", "answers", *MEMBERS, "chosen")]
+    for job in JOBS:
+        for label, compatible in (("Karmada (--karmada-compatible)", True), ("karmada-place", False)):
+            result = scenario.place(job, use_accurate=True, karmada_compatible=compatible)
+            by_name = {m.name: m for m in result.members}
+            cells = [f"models {_cell(by_name[m].estimates[MODELS])} -> {_cell(by_name[m].sets)}" for m in MEMBERS]
+            chosen = result.selected or 'none: "no enough resource when selecting 1 clusters"'
+            rows.append((job, label, *cells, chosen))
+    print("\n".join(columns(rows, "    ")))
+    print("    Karmada's 0 wins the minimum over estimators, so no member is ever chosen for a GPU job\n"
+          "    (failure 3); here the blind models answer -1, unknown, and the accurate estimators decide.")
+
+
+def doctor_on_bad_policy() -> None:
+    _section("(d) karmada-place doctor on the policy behind failures 1 and 2")
+    args = ["doctor", "--policy", _rel(BAD_POLICY), "--job", _rel(DEMO / "jobs" / "train-big.yaml"),
+            "--clusters", _rel(CLUSTERS), *[a for m in MEMBERS for a in ("--member", f"{m}={_rel(DEMO / (m + '.yaml'))}")]]
+    print("$ karmada-place " + " ".join(args) + "\n")
+    exit_code = cli.main([str(REPO / a) if a.startswith("deploy/") else a for a in args])
+    print(f"(exit status {exit_code})")
 
 
 def main() -> int:
     started = time.monotonic()
-    jobs = [interpret(yaml.safe_load((DEMO / "jobs" / f"{name}.yaml").read_text())) for name in JOBS]
-    estimators = [LocalEstimator(member, [DEMO / f"{member}.yaml"], packing=mode) for mode in MODES for member in MEMBERS]
-    print(f"starting {len(estimators)} estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...", flush=True)
+    estimators = [LocalEstimator(m, [DEMO / f"{m}.yaml"], packing=mode) for mode in MODES for m in MEMBERS]
+    print(f"Karmada placement of two PyTorchJobs over three GPU members (deploy/demo)\n"
+          f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
+          flush=True)
     for est in estimators:
         est.start()
     try:
         wait_serving(estimators)
-        rows = []
-        for job in jobs:
-            query = ComponentSetsQuery(job.components, job.namespace)
-            for mode in MODES:
-                answers = []
-                for est in (e for e in estimators if e.packing == mode):
-                    answer = ask_component_sets(Endpoint(est.member, est.address), query, job.object_key, 3.0)
-                    answers.append(str(answer.value) if answer.value >= 0 else f"? ({answer.reason})")
-                rows.append((job.name, mode, *answers))
+        print(f"ready in {time.monotonic() - started:.1f}s", flush=True)
+        by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
+                   for mode in MODES}
+        scenario = Scenario(by_mode["best"])
+        packing_table(by_mode, scenario)
+        general_only(scenario)
+        with_accurate(scenario)
+        blind_models(scenario)
+        doctor_on_bad_policy()
     finally:
         for est in estimators:
             est.stop()
-    header = ("job", "packing", *MEMBERS)
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    print("\nComplete component sets each member can host (MaxAvailableComponentSets over gRPC):\n")
-    for row in [header, *rows]:
-        print("  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
-    print("\ntrain-big needs 2 workers x 3 GPUs: member-b has 6 GPUs in total but only 2 per node,")
-    print("so no node can hold a worker; member-c has 8 GPUs on one node and fits the whole job.")
     print(f"\n(done in {time.monotonic() - started:.1f}s)")
     return 0
 

@@ -1,18 +1,33 @@
-"""Job manifest -> components, one interpreter per (apiVersion group, kind)."""
+"""Job manifest -> components, one interpreter module per job family.
+
+    interpret(manifest, related=()) -> Job
+    supported_kinds() -> ["FlinkDeployment.flink.apache.org", ...]
+
+`related` are the other documents of the job's file (a TrainJob's runtime). Interpreters
+are keyed by (API group, kind); the version is not part of the key, as Karmada's
+interpreters read fields that are stable across the versions users run.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
-from scheduler_client.interpreters import kubeflow
+from scheduler_client.interpreters import flink, jobset, kubeflow, ray, spark, trainer, volcano
 from scheduler_client.interpreters.common import InterpretError, Job
 
-Interpreter = Callable[[dict], Job]
+Interpreter = Callable[[Mapping, Sequence[Mapping]], Job]
 
-# (API group, kind) -> interpreter. The version is not part of the key: Karmada's
-# interpreters read fields that are stable across the versions users run.
 INTERPRETERS: dict[tuple[str, str], Interpreter] = {
     ("kubeflow.org", "PyTorchJob"): kubeflow.pytorchjob,
+    ("kubeflow.org", "TFJob"): kubeflow.tfjob,
+    ("kubeflow.org", "MPIJob"): kubeflow.mpijob,
+    ("ray.io", "RayCluster"): ray.raycluster,
+    ("ray.io", "RayJob"): ray.rayjob,
+    ("batch.volcano.sh", "Job"): volcano.volcano_job,
+    ("flink.apache.org", "FlinkDeployment"): flink.flinkdeployment,
+    ("sparkoperator.k8s.io", "SparkApplication"): spark.sparkapplication,
+    ("trainer.kubeflow.org", "TrainJob"): trainer.trainjob,
+    ("jobset.x-k8s.io", "JobSet"): jobset.jobset,
 }
 
 
@@ -20,19 +35,24 @@ def supported_kinds() -> list[str]:
     return sorted(f"{kind}.{group}" for group, kind in INTERPRETERS)
 
 
-def interpret(manifest: dict) -> Job:
-    if not isinstance(manifest, dict):
+def group_kind(manifest: Mapping) -> tuple[str, str]:
+    return str(manifest.get("apiVersion", "")).rpartition("/")[0], str(manifest.get("kind", ""))
+
+
+def is_supported(manifest: object) -> bool:
+    return isinstance(manifest, Mapping) and group_kind(manifest) in INTERPRETERS
+
+
+def interpret(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    if not isinstance(manifest, Mapping):
         raise InterpretError("<document>", "a job manifest must be a YAML/JSON object")
-    api_version = str(manifest.get("apiVersion", ""))
-    kind = str(manifest.get("kind", ""))
-    group = api_version.rpartition("/")[0]
+    group, kind = group_kind(manifest)
     interpreter = INTERPRETERS.get((group, kind))
     if interpreter is None:
-        raise InterpretError(
-            "kind", f"unsupported job kind {kind or '<none>'} ({api_version or 'no apiVersion'}); "
-                    f"supported: {', '.join(supported_kinds())}"
-        )
-    return interpreter(manifest)
+        api_version = manifest.get("apiVersion") or "no apiVersion"
+        raise InterpretError("kind", f"unsupported job kind {kind or '<none>'} ({api_version}); "
+                                     f"supported: {', '.join(supported_kinds())}")
+    return interpreter(manifest, related)
 
 
-__all__ = ["InterpretError", "Job", "interpret", "supported_kinds"]
+__all__ = ["InterpretError", "Job", "interpret", "is_supported", "supported_kinds"]

@@ -1,27 +1,57 @@
-"""kubeflow.org training jobs: one component per replica type, named as Karmada names them."""
+"""kubeflow.org training jobs: one component per replica type, named as Karmada names them.
+
+- PyTorchJob (v1): Master -> `master`, Worker -> `worker`, in that order; replicas default 1.
+- TFJob (v1): PS, Worker, Chief, Master, Evaluator -> `ps`, `worker`, `chief`, `master`,
+  `evaluator`, in that order; replicas default 1.
+- MPIJob (v2beta1): every replica type that has a template, named as written (`Launcher`,
+  `Worker`); replicas default 1, but 0 for a type called worker (any case). Karmada walks a
+  Lua table (no fixed order); we keep the manifest's order.
+
+A replica type without a template still counts its replicas (no requirements), except in
+MPIJob, which skips it as Karmada does.
+"""
 
 from __future__ import annotations
 
-from scheduler_client.interpreters.common import InterpretError, Job, component, get, replicas
+from typing import Mapping, Sequence
+
+from scheduler_client.interpreters.common import Job, component, make_job, mapping, metadata, replicas
 
 
-def _job(manifest: dict, specs_field: str, order: tuple[tuple[str, str], ...]) -> Job:
-    meta = manifest.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
-    specs = get(manifest, "spec", specs_field, default={})
-    if not isinstance(specs, dict):
-        raise InterpretError(f"spec.{specs_field}", "must be an object")
+def _fixed_types(manifest: Mapping, specs_field: str, order: tuple[tuple[str, str], ...]) -> Job:
+    namespace, _ = metadata(manifest)
+    specs = mapping(mapping(manifest.get("spec"), "spec").get(specs_field), f"spec.{specs_field}")
     components = []
     for replica_type, name in order:
-        spec = specs.get(replica_type)
-        if spec is None:
+        if specs.get(replica_type) is None:
             continue
         field = f"spec.{specs_field}.{replica_type}"
+        spec = mapping(specs[replica_type], field)
         count = replicas(spec.get("replicas"), f"{field}.replicas")
         components.append(component(name, count, spec.get("template"), namespace, field))
-    return Job(manifest.get("apiVersion", ""), manifest.get("kind", ""), namespace, meta.get("name", ""),
-               tuple(components))
+    return make_job(manifest, components)
 
 
-def pytorchjob(manifest: dict) -> Job:
-    return _job(manifest, "pytorchReplicaSpecs", (("Master", "master"), ("Worker", "worker")))
+def pytorchjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    return _fixed_types(manifest, "pytorchReplicaSpecs", (("Master", "master"), ("Worker", "worker")))
+
+
+def tfjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    return _fixed_types(manifest, "tfReplicaSpecs", (
+        ("PS", "ps"), ("Worker", "worker"), ("Chief", "chief"), ("Master", "master"), ("Evaluator", "evaluator"),
+    ))
+
+
+def mpijob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    namespace, _ = metadata(manifest)
+    specs = mapping(mapping(manifest.get("spec"), "spec").get("mpiReplicaSpecs"), "spec.mpiReplicaSpecs")
+    components = []
+    for replica_type, spec in specs.items():
+        field = f"spec.mpiReplicaSpecs.{replica_type}"
+        spec = mapping(spec, field)
+        if spec.get("template") is None:
+            continue
+        default = 0 if str(replica_type).lower() == "worker" else 1
+        count = replicas(spec.get("replicas"), f"{field}.replicas", default)
+        components.append(component(str(replica_type), count, spec["template"], namespace, field))
+    return make_job(manifest, components)

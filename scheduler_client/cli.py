@@ -1,0 +1,277 @@
+"""karmada-place: where does this job go, and why not elsewhere?
+
+    karmada-place --job JOB.yaml [--policy POLICY.yaml] (--clusters CLUSTERS.yaml | --member NAME=SNAPSHOT ...)
+                  [--estimator NAME=HOST:PORT ...] [--estimator-timeout 3s] [TLS options] [--output table|json]
+    karmada-place doctor --policy POLICY.yaml --job JOB.yaml [--feature-gates ...] [members, estimators]
+    karmada-place summarize --member NAME=SNAPSHOT ... [--clusters CLUSTERS.yaml]
+
+Exit status: 0 a member is chosen (doctor: no problem found; summarize: done), 3 no member
+fits (doctor: a problem would misplace the job), 2 bad input (the file and field are named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from typing import Sequence
+
+import yaml
+
+from scheduler_client import accurate, doctor, report
+from scheduler_client.clusters import to_cluster_object
+from scheduler_client.gates import RESOURCE_MODELING, GateError, parse_gates
+from scheduler_client.members import Member, build_members
+from scheduler_client.placement import Options, evaluate
+from scheduler_client.policy import Placement, SpreadConstraint
+from scheduler_client.select import KARMADA, STRATEGIES
+from scheduler_client.sources import InputError, load_clusters, load_job, load_job_manifest, load_member_snapshot, \
+    load_policy
+
+EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS = 0, 2, 3
+# The placement this tool exists for, assumed when no policy is given.
+ONE_MEMBER = Placement(spread_constraints=(SpreadConstraint("cluster", "", 1, 1),))
+_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class UsageError(ValueError):
+    """A flag value we cannot use; names the flag."""
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration ("3s", "500ms", "1m30s") or plain seconds, in seconds."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = _GO_DURATION.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise UsageError(f"--estimator-timeout: {text!r} is not a duration (e.g. 3s, 500ms)") from None
+        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise UsageError(f"--estimator-timeout: must be positive, got {text!r}")
+    return seconds
+
+
+def _pairs(values: Sequence[str], flag: str, what: str) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise UsageError(f"{flag} {value!r}: expected NAME={what}")
+        pairs.append((name, rest))
+    return pairs
+
+
+def _add_member_arguments(p: argparse.ArgumentParser) -> None:
+    members = p.add_argument_group("members")
+    members.add_argument("--clusters", action="append", default=[], metavar="CLUSTERS.yaml",
+                         help="Karmada Cluster objects (kubectl get clusters -o yaml): labels, resource models and "
+                              "status.resourceSummary. Repeatable.")
+    members.add_argument("--member", action="append", default=[], metavar="NAME=SNAPSHOT",
+                         help="a member's nodes and pods (kubectl get nodes,pods -A -o yaml); repeat a NAME to add "
+                              "files. Without a Cluster status, the summary is computed from it as Karmada's cluster "
+                              "status controller does; it also gives per-node explanations.")
+    est = p.add_argument_group("accurate estimators (karmada-scheduler-estimator, gRPC)")
+    est.add_argument("--estimator", action="append", default=[], metavar="NAME=HOST:PORT",
+                     help="the member's scheduler-estimator address")
+    est.add_argument("--enable-scheduler-estimator", action="store_true",
+                     help="ask every member without --estimator at Karmada's Service name "
+                          "<prefix>-<member>.<namespace>.svc:<port>")
+    est.add_argument("--scheduler-estimator-service-namespace", default=accurate.DEFAULT_SERVICE_NAMESPACE)
+    est.add_argument("--scheduler-estimator-service-prefix", default=accurate.DEFAULT_SERVICE_PREFIX)
+    est.add_argument("--scheduler-estimator-port", type=int, default=accurate.DEFAULT_PORT)
+    est.add_argument("--estimator-timeout", "--scheduler-estimator-timeout", default="3s", metavar="DURATION",
+                     help="one deadline for all estimator calls (default 3s, as karmada-scheduler)")
+    est.add_argument("--estimator-ca-file", "--scheduler-estimator-ca-file", default="",
+                     help="CA for the estimators' server certificates (turns TLS on)")
+    est.add_argument("--estimator-cert-file", "--scheduler-estimator-cert-file", default="",
+                     help="client certificate for mutual TLS")
+    est.add_argument("--estimator-key-file", "--scheduler-estimator-key-file", default="",
+                     help="client key for mutual TLS")
+    est.add_argument("--insecure-skip-estimator-verify", action="store_true",
+                     help="TLS without verifying the estimators' certificates (trusts what each presents)")
+    p.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                   help="Karmada feature gates (defaults as Karmada's: MultiplePodTemplatesScheduling=false, "
+                        "CustomizedClusterResourceModeling=true, ...)")
+    p.add_argument("--output", "-o", choices=("table", "json"), default="table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="karmada-place", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Where would Karmada put this multi-component job, and why not elsewhere? Per member: the "
+                    "general estimator (cluster totals), the resource models and the accurate estimators; the "
+                    "minimum of the answers that are not -1; ONE member chosen as Karmada chooses.",
+        epilog="subcommands: 'karmada-place doctor --help', 'karmada-place summarize --help'. "
+               "Exit: 0 chosen, 3 no member fits, 2 bad input.")
+    p.add_argument("--job", required=True, metavar="JOB.yaml", help="the job manifest (its runtime may follow)")
+    p.add_argument("--policy", metavar="POLICY.yaml", help="the PropagationPolicy that selects the job")
+    p.add_argument("--strategy", choices=STRATEGIES, default=KARMADA,
+                   help="karmada: most sets first, then name (default); tightest: fewest sets that fit")
+    p.add_argument("--karmada-compatible", action="store_true",
+                   help="answer 0 where Karmada does (resource models blind to a requested resource, no resource "
+                        "summary) instead of -1 (unknown)")
+    _add_member_arguments(p)
+    return p
+
+
+def build_doctor_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="karmada-place doctor",
+                                description="Flags the silent failures before they happen: feature gate, spread "
+                                            "constraint, blind resource models, members without an accurate "
+                                            "estimator. Exit 3 when a problem would misplace the job.")
+    p.add_argument("--policy", required=True, metavar="POLICY.yaml")
+    p.add_argument("--job", required=True, metavar="JOB.yaml")
+    _add_member_arguments(p)
+    return p
+
+
+def build_summarize_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="karmada-place summarize",
+                                description="Print Karmada Cluster objects whose status.resourceSummary (and "
+                                            "allocatableModelings) is computed from member snapshots, as Karmada's "
+                                            "cluster status controller computes them.")
+    _add_member_arguments(p)
+    return p
+
+
+# --- shared set-up ----------------------------------------------------------------------
+
+
+def _gates(args) -> tuple[dict[str, bool], frozenset[str]]:
+    try:
+        return parse_gates(args.feature_gates)
+    except GateError as error:
+        raise UsageError(f"--feature-gates: {error}") from None
+
+
+def _members(args, modeling: bool) -> list[Member]:
+    clusters = load_clusters(args.clusters) if args.clusters else []
+    files: dict[str, list[str]] = {}
+    for name, path in _pairs(args.member, "--member", "SNAPSHOT"):
+        files.setdefault(name, []).append(path)
+    snapshots = {name: load_member_snapshot(name, paths) for name, paths in files.items()}
+    members = build_members(clusters, snapshots, modeling)
+    if not members:
+        raise UsageError("no members: give --clusters CLUSTERS.yaml or --member NAME=SNAPSHOT")
+    return members
+
+
+def _endpoints(args, members: Sequence[Member]) -> dict[str, accurate.Endpoint]:
+    names = [m.name for m in members]
+    try:
+        tls = accurate.ClientTLS.from_files(args.estimator_ca_file, args.estimator_cert_file,
+                                            args.estimator_key_file, args.insecure_skip_estimator_verify)
+    except OSError as error:
+        raise InputError(getattr(error, "filename", "") or "TLS file", "", f"cannot read: {error.strerror}") from None
+    if bool(tls.cert) != bool(tls.key):
+        raise UsageError("--estimator-cert-file and --estimator-key-file go together")
+    addresses: dict[str, str] = {}
+    if args.enable_scheduler_estimator:
+        for name in names:
+            addresses[name] = accurate.karmada_service_address(name, args.scheduler_estimator_service_namespace,
+                                                               args.scheduler_estimator_service_prefix,
+                                                               args.scheduler_estimator_port)
+    for name, address in _pairs(args.estimator, "--estimator", "HOST:PORT"):
+        if name not in names:
+            raise UsageError(f"--estimator {name}={address}: no member {name} (members: {', '.join(names)})")
+        if not re.fullmatch(r".+:\d+", address):
+            raise UsageError(f"--estimator {name}={address}: expected HOST:PORT")
+        addresses[name] = address
+    return {name: accurate.Endpoint(name, address, tls=tls) for name, address in addresses.items()}
+
+
+def _tls_warning(args) -> list[str]:
+    if (args.estimator_cert_file or args.estimator_key_file) and not (args.estimator_ca_file
+                                                                      or args.insecure_skip_estimator_verify):
+        return ["a client certificate was given without --estimator-ca-file or --insecure-skip-estimator-verify: "
+                "like karmada-scheduler, the estimators are dialled in plaintext"]
+    return []
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def run_place(args) -> int:
+    gates, _ = _gates(args)
+    timeout = parse_duration(args.estimator_timeout)
+    job = load_job(args.job)
+    if not job.components:
+        raise InputError(args.job, "spec", f"the {job.kind} has no components to place (Karmada would copy it to "
+                                            "every member)")
+    policy = load_policy(args.policy) if args.policy else None
+    members = _members(args, gates.get(RESOURCE_MODELING, True))
+    endpoints = _endpoints(args, members)
+
+    def ask(names, query, object_key):
+        return accurate.ask_all([endpoints[n] for n in names], query, object_key, timeout)
+
+    options = Options(strategy=args.strategy, karmada_compatible=args.karmada_compatible, gates=gates,
+                      accurate_members=frozenset(endpoints),
+                      accurate_addresses={n: e.address for n, e in endpoints.items()},
+                      policy_given=policy is not None)
+    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask)
+    if _tls_warning(args):
+        result = dataclasses.replace(result, warnings=result.warnings + tuple(_tls_warning(args)))
+    if args.output == "json":
+        print(json.dumps(report.to_json(result), indent=2))
+    else:
+        print(report.to_table(result))
+    return EXIT_CHOSEN if result.selected else EXIT_NONE_FITS
+
+
+def run_doctor(args) -> int:
+    gates, explicit = _gates(args)
+    job = load_job(args.job)
+    policy = load_policy(args.policy)
+    members = _members(args, gates.get(RESOURCE_MODELING, True)) if (args.clusters or args.member) else []
+    endpoints = _endpoints(args, members) if members else {}
+    inp = doctor.DoctorInput(job, load_job_manifest(args.job), policy, gates, explicit, members, frozenset(endpoints))
+    findings = doctor.diagnose(inp)
+    if args.output == "json":
+        print(json.dumps(doctor.to_json(inp, findings), indent=2))
+    else:
+        print(doctor.render(inp, findings))
+    return EXIT_NONE_FITS if any(f.severity == doctor.ERROR for f in findings) else EXIT_CHOSEN
+
+
+def run_summarize(args) -> int:
+    gates, _ = _gates(args)
+    if not args.member:
+        raise UsageError("summarize needs --member NAME=SNAPSHOT")
+    members = [m for m in _members(args, gates.get(RESOURCE_MODELING, True)) if m.summary is not None]
+    objects = [to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
+               for m in members]
+    if args.output == "json":
+        print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
+    else:
+        print(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}, sort_keys=False), end="")
+    return EXIT_CHOSEN
+
+
+COMMANDS = {"doctor": (build_doctor_parser, run_doctor), "summarize": (build_summarize_parser, run_summarize)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    build, run = COMMANDS.get(argv[0], (build_parser, run_place)) if argv else (build_parser, run_place)
+    if argv and argv[0] in COMMANDS:
+        argv = argv[1:]
+    parser = build()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        return run(args)
+    except (InputError, UsageError) as error:
+        print(f"karmada-place: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

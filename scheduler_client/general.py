@@ -1,0 +1,146 @@
+"""Karmada's general estimator for component sets, as two estimators that show their work.
+
+- `summary_sets`: the resource-summary path (GeneralEstimator.maxAvailableComponentSets):
+  cluster totals available = allocatable - allocated - allocating; sets = min(free pods /
+  pods per set, min over requested resources of free / demand per set). No per-node view:
+  6 GPUs spread 2 per node look like room for a worker that needs 3 (scenario failure 4).
+- `model_sets`: the resource-model path (getMaximumSetsBasedOnResourceModels): first-fit
+  packing onto identical model nodes per grade. Karmada takes min(summary, models).
+
+Where Karmada answers 0 because it cannot see (no resource summary; models that do not
+describe a requested resource, scenario failure 3), we answer -1, "unknown", with the
+reason, so the minimum over estimators ignores it; `karmada_compatible=True` gives Karmada's 0.
+
+Pure: amounts are int64 (cpu in millicores); the only non-Python work is the first-fit
+kernel from estimator.kernels, the same one the accurate estimator uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from estimator import kernels
+from estimator.model import Component
+from estimator.resources import MAX_INT32, PODS
+from scheduler_client.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
+from scheduler_client.units import human
+
+UNKNOWN = -1
+
+
+@dataclass(frozen=True)
+class ResourceSummary:
+    """A Cluster's status.resourceSummary, amounts as int64 (cpu in millicores)."""
+
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    allocated: Mapping[str, int] = field(default_factory=dict)
+    allocating: Mapping[str, int] = field(default_factory=dict)
+
+    def available(self, name: str) -> int:
+        """allocatable - allocated - allocating; may be negative (over-committed)."""
+        return self.allocatable.get(name, 0) - self.allocated.get(name, 0) - self.allocating.get(name, 0)
+
+    def allowed_pods(self) -> int:
+        return max(self.available(PODS), 0)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimator's answer for one member. value None: it does not apply (not asked);
+    UNKNOWN (-1): it cannot tell; otherwise complete sets."""
+
+    value: int | None
+    reason: str
+
+
+def pods_per_set(components: Sequence[Component]) -> int:
+    return sum(c.replicas for c in components)
+
+
+def set_demand(components: Sequence[Component]) -> dict[str, int]:
+    """Per-resource demand of one complete set: sum over components of replicas x request."""
+    demand: dict[str, int] = {}
+    for c in components:
+        for name, amount in c.shape.requests:
+            demand[name] = demand.get(name, 0) + amount * c.replicas
+    return demand
+
+
+def requested_names(components: Sequence[Component]) -> frozenset[str]:
+    return frozenset(name for c in components if c.replicas > 0 for name, amount in c.shape.requests if amount > 0)
+
+
+def summary_sets(summary: ResourceSummary | None, components: Sequence[Component],
+                 karmada_compatible: bool = False) -> Estimate:
+    if summary is None:
+        if karmada_compatible:
+            return Estimate(0, "no resourceSummary in the Cluster status: Karmada answers 0")
+        return Estimate(UNKNOWN, "unknown: no resourceSummary in the Cluster status (Karmada would answer 0)")
+    allowed = summary.allowed_pods()
+    if allowed <= 0:
+        return Estimate(0, "cluster totals: no free pod slots")
+    pods = pods_per_set(components)
+    if pods <= 0:
+        return Estimate(min(allowed, MAX_INT32), f"the set has no pods: bounded by {allowed} free pod slots")
+    best = min(allowed // pods, MAX_INT32)
+    why = f"cluster totals: {allowed} free pod slots, {pods} pods per set"
+    for name, need in sorted(set_demand(components).items()):
+        if need <= 0:
+            continue
+        free = summary.available(name)
+        if free <= 0:
+            return Estimate(0, f"cluster totals: no free {name} (allocatable {human(name, summary.allocatable.get(name, 0))}"
+                               f", allocated {human(name, summary.allocated.get(name, 0))}, allocating "
+                               f"{human(name, summary.allocating.get(name, 0))} for pods not yet on a node; "
+                               f"one set needs {human(name, need)})")
+        if free // need < best:
+            best = free // need
+            why = f"cluster totals: {human(name, free)} {name} free, {human(name, need)} per set"
+    return Estimate(best, why)
+
+
+def _grades_text(nodes: Sequence[tuple[int, dict[str, int]]], names: Sequence[str]) -> str:
+    per_grade: dict[int, tuple[int, dict[str, int]]] = {}
+    for grade, capacity in nodes:
+        count, _ = per_grade.get(grade, (0, capacity))
+        per_grade[grade] = (count + 1, capacity)
+    parts = []
+    for grade, (count, capacity) in sorted(per_grade.items()):
+        mins = ", ".join(f"{n} {human(n, capacity[n])}" for n in names if n in capacity)
+        parts.append(f"grade {grade} x{count} ({mins})")
+    return "; ".join(parts)
+
+
+def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | None,
+               components: Sequence[Component], karmada_compatible: bool = False) -> Estimate:
+    if not models:
+        return Estimate(None, "no resource models")
+    if not counts:
+        return Estimate(None, "no allocatableModelings in the Cluster status")
+    try:
+        nodes = model_nodes(models, counts)
+    except ModelError as error:
+        return Estimate(None, f"resource models unusable ({error}); Karmada uses the summary alone")
+    if pods_per_set(components) <= 0:
+        return Estimate(None, "the set has no pods")
+    described = described_names(models)
+    requested = requested_names(components)
+    blind = sorted(requested - described)
+    if blind and not karmada_compatible:
+        return Estimate(UNKNOWN, f"unknown: the resource models describe only {', '.join(sorted(described))}; "
+                                 f"the job asks {', '.join(blind)} (Karmada would answer 0)")
+    if not nodes:
+        return Estimate(0, "no model nodes: every grade counts 0 nodes")
+    columns = (PODS, *sorted(requested))
+    available = np.array([[capacity.get(c, 0) for c in columns] for _, capacity in nodes], dtype=np.int64)
+    requests = np.array([[1, *(c.shape.request(name) for name in columns[1:])] for c in components], dtype=np.int64)
+    replicas = np.array([c.replicas for c in components], dtype=np.int64)
+    masks = np.ones((len(components), len(nodes)), dtype=np.bool_)  # model nodes have no labels or taints
+    packing = kernels.first_fit_sets(available, requests, replicas, masks, MAX_INT32)
+    why = f"first-fit on {len(nodes)} model nodes: {_grades_text(nodes, sorted(described))}"
+    if blind:
+        why += f"; a model node has no {', '.join(blind)}, so Karmada answers 0"
+    return Estimate(int(packing.sets), why)

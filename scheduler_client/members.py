@@ -1,0 +1,98 @@
+"""One view per member, merged from its Karmada Cluster object and/or its snapshot. Pure.
+
+What the general estimator reads, and where it came from (said in every explanation):
+- resource summary: the Cluster object's status.resourceSummary when it has one (what
+  Karmada's scheduler sees), else computed from the member snapshot as the cluster status
+  controller would (clusterstatus.py), else none;
+- resource models: spec.resourceModels, else Karmada's defaults (the apiserver sets them on
+  create while CustomizedClusterResourceModeling is on), else none;
+- allocatable modelings: from the same status as the summary, else graded from the snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from estimator.model import Taint
+from estimator.snapshot import ClusterSnapshot
+from scheduler_client import clusterstatus
+from scheduler_client.clusters import ClusterObject
+from scheduler_client.general import ResourceSummary
+from scheduler_client.resourcemodels import DEFAULT_MODELS, GradeCount, ModelError, ResourceModel
+
+FROM_STATUS = "Cluster status"
+FROM_SNAPSHOT = "computed from the member snapshot"
+SPEC_MODELS = "spec.resourceModels"
+DEFAULT_MODELS_SOURCE = "Karmada's default models"
+
+
+@dataclass(frozen=True)
+class MemberSnapshot:
+    """A member's kubectl-style state: raw objects (for the status summary) and the
+    estimator's snapshot of them (for per-node explanations)."""
+
+    name: str
+    nodes: tuple[Mapping, ...]
+    pods: tuple[Mapping, ...]
+    snapshot: ClusterSnapshot
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    provider: str = ""
+    region: str = ""
+    zones: tuple[str, ...] = ()
+    taints: tuple[Taint, ...] = ()
+    api_enablements: frozenset[tuple[str, str]] | None = None
+    summary: ResourceSummary | None = None
+    summary_source: str = ""
+    models: tuple[ResourceModel, ...] = ()
+    models_source: str = ""
+    grade_counts: tuple[GradeCount, ...] | None = None
+    snapshot: ClusterSnapshot | None = None
+    has_cluster_object: bool = False
+
+
+def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[str, MemberSnapshot],
+                  modeling_enabled: bool = True) -> list[Member]:
+    """Members in order: Cluster objects first (file order), then snapshot-only members."""
+    by_name = {c.name: c for c in cluster_objects}
+    names = [c.name for c in cluster_objects] + [n for n in snapshots if n not in by_name]
+    members = []
+    for name in names:
+        obj, snap = by_name.get(name), snapshots.get(name)
+        models, models_source = (), ""
+        if obj is not None and obj.resource_models:
+            models, models_source = obj.resource_models, SPEC_MODELS
+        elif modeling_enabled:
+            models, models_source = DEFAULT_MODELS, DEFAULT_MODELS_SOURCE
+        summary, source, counts = None, "", None
+        if obj is not None and obj.summary is not None:
+            summary, source, counts = obj.summary, FROM_STATUS, obj.grade_counts
+        elif snap is not None:
+            summary, source = clusterstatus.resource_summary(snap.nodes, snap.pods), FROM_SNAPSHOT
+            if modeling_enabled and models:
+                try:
+                    counts = clusterstatus.allocatable_modelings(models, snap.nodes, snap.pods)
+                except ModelError:
+                    counts = None  # the controller logs and records no modelings
+        members.append(Member(
+            name=name,
+            labels=dict(obj.labels) if obj else {},
+            provider=obj.provider if obj else "",
+            region=obj.region if obj else "",
+            zones=obj.zones if obj else (),
+            taints=obj.taints if obj else (),
+            api_enablements=obj.api_enablements if obj else None,
+            summary=summary,
+            summary_source=source,
+            models=models,
+            models_source=models_source,
+            grade_counts=counts,
+            snapshot=snap.snapshot if snap else None,
+            has_cluster_object=obj is not None,
+        ))
+    return members

@@ -1,0 +1,243 @@
+"""Where does this job go, and why not elsewhere: the placement computation, start to end.
+
+    evaluate(job, members, placement, options, ask_accurate) -> PlacementResult
+
+1. the policy's filters (API, cluster taints, clusterAffinity) per affinity term;
+2. per member, every estimator: general (resource summary), resource-models, accurate
+   (gRPC, through `ask_accurate`, the only I/O, done once for every member a term allows);
+3. per member, the minimum over authentic answers (merge.py);
+4. ONE member per affinity term, in Karmada's order or the tightest fit (select.py);
+   clusterAffinities are tried in order, the first term that places the job wins;
+5. reasons per member and warnings for the job (explain.py for per-node reasons).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from estimator.model import ComponentSetsQuery
+from scheduler_client import clusterfilter, explain, gates as feature_gates
+from scheduler_client.accurate import Answer
+from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets
+from scheduler_client.interpreters import Job
+from scheduler_client.members import Member
+from scheduler_client.merge import merge
+from scheduler_client.policy import Placement
+from scheduler_client.resourcemodels import described_names
+from scheduler_client.select import KARMADA, Candidate, choose, karmada_order
+
+GENERAL, MODELS, ACCURATE = "general", "resource-models", "accurate"
+ESTIMATORS = (GENERAL, MODELS, ACCURATE)
+
+CHOSEN, FITS, TOO_SMALL, UNKNOWN_VERDICT, FILTERED = "chosen", "fits", "rejected", "unknown", "filtered out"
+
+AskAccurate = Callable[[Sequence[str], ComponentSetsQuery, str], Mapping[str, Answer]]
+
+
+@dataclass(frozen=True)
+class Options:
+    strategy: str = KARMADA
+    karmada_compatible: bool = False
+    gates: Mapping[str, bool] = field(default_factory=lambda: dict(feature_gates.DEFAULTS))
+    # Members with an accurate estimator (an address to ask), and how each is reached.
+    accurate_members: frozenset[str] = frozenset()
+    accurate_addresses: Mapping[str, str] = field(default_factory=dict)
+    policy_given: bool = True
+
+
+@dataclass(frozen=True)
+class MemberResult:
+    name: str
+    estimates: Mapping[str, int | None]
+    estimate_reasons: Mapping[str, str]
+    sets: int  # merged minimum; -1 when no estimator gave an authentic answer
+    eligible: bool
+    verdict: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlacementResult:
+    job: Job
+    placement: Placement
+    members: tuple[MemberResult, ...]  # Karmada's order
+    selected: str | None
+    affinity_term: str
+    strategy: str
+    warnings: tuple[str, ...]
+
+
+@dataclass
+class _Row:
+    member: Member
+    estimates: dict[str, Estimate]
+    sets: int
+    deciding: tuple[str, ...]
+    rejected_by: dict[str, str]  # affinity term name -> reason; "*" for term-independent filters
+    blockers: tuple[str, ...]
+
+    def filter_reason(self, term: str) -> str | None:
+        return self.rejected_by.get("*") or self.rejected_by.get(term)
+
+
+def _accurate_estimate(name: str, answers: Mapping[str, Answer], options: Options, asked: bool) -> Estimate:
+    if name not in options.accurate_members:
+        return Estimate(None, "no accurate estimator configured")
+    if not asked:
+        return Estimate(None, "not asked: the policy filters this member out")
+    answer = answers.get(name)
+    if answer is None:
+        return Estimate(UNKNOWN, "no answer")
+    if answer.value == UNKNOWN:
+        return Estimate(UNKNOWN, answer.reason or "the estimator answered -1 (unknown)")
+    where = options.accurate_addresses.get(name, "")
+    return Estimate(answer.value, "scheduler-estimator" + (f" at {where}" if where else "")
+                    + f", answered in {answer.seconds * 1000:.0f} ms")
+
+
+def _filters(member: Member, job: Job, placement: Placement) -> dict[str, str]:
+    rejected = {}
+    common = (clusterfilter.api_rejects(member, job.api_version, job.kind)
+              or clusterfilter.taints_reject(member, placement.cluster_tolerations))
+    if common:
+        rejected["*"] = common
+    for term in placement.affinity_terms:
+        reason = clusterfilter.affinity_rejects(term.affinity, member)
+        if reason:
+            rejected[term.name] = reason
+    return rejected
+
+
+def _headline(row: _Row, verdict: str, strategy: str) -> str:
+    values = ", ".join(f"{name} {row.estimates[name].value}" for name in row.deciding)
+    if verdict == CHOSEN:
+        why = "fewest sets that still fit (tightest), then name" if strategy != KARMADA else \
+            "most sets among eligible members, then name"
+        return f"chosen: {row.sets} set(s), the minimum of {values}; {why}"
+    if verdict == FITS:
+        return f"fits {row.sets} set(s) (minimum of {values}) but another member comes first"
+    if verdict == TOO_SMALL:
+        decider = row.deciding[0]
+        return f"0 sets according to the {decider} estimator ({row.estimates[decider].reason})"
+    return "no estimator gave an authentic answer, so the member cannot be chosen"
+
+
+def _reasons(row: _Row, verdict: str, term: str, strategy: str) -> tuple[str, ...]:
+    reason = row.filter_reason(term)
+    if reason:
+        return (reason,)
+    lines = [_headline(row, verdict, strategy)]
+    general = row.estimates[GENERAL].value
+    if row.blockers and (verdict == TOO_SMALL or (general is not None and general >= 1)):
+        lines.extend(row.blockers)
+    for name in ESTIMATORS:
+        estimate = row.estimates[name]
+        if estimate.value == UNKNOWN:
+            lines.append(f"{name} estimator: {estimate.reason}")
+    return tuple(lines)
+
+
+def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Options, selected: str | None) -> list[str]:
+    warnings = [f"interpreter: {note}" for note in job.notes]
+    if not options.policy_given:
+        warnings.append("no policy given: assuming one member per job (spreadByField cluster, 1..1) and that "
+                        "every member is allowed")
+    elif not placement.single_member_spread():
+        warnings.append("the policy has no spread constraint spreadByField: cluster, minGroups: 1, maxGroups: 1: "
+                        "Karmada would not choose one member, it would copy the job to every member it allows "
+                        "(see karmada-place doctor)")
+    elif placement.spread_ignored():
+        warnings.append("replicaScheduling Divided + Weighted (without dynamic weights) makes Karmada ignore the "
+                        "spread constraint: the job would be copied to every member it allows")
+    elif placement.availability_ignored():
+        warnings.append("replicaScheduling is absent or Duplicated: Karmada takes the top member without checking "
+                        "that it fits a set")
+    requested = requested_names(job.components)
+    blind: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        missing = sorted(requested - described_names(row.member.models))
+        if row.estimates[MODELS].value is not None and missing:
+            described = ", ".join(sorted(described_names(row.member.models)))
+            blind.setdefault((described, ", ".join(missing)), []).append(row.member.name)
+    for (described, missing), names in blind.items():
+        if options.karmada_compatible:
+            warnings.append(f"resource models of {', '.join(names)} describe only {described}: a model node has no "
+                            f"{missing}, so Karmada answers 0 sets for this job there (scenario failure 3)")
+        else:
+            warnings.append(f"resource models of {', '.join(names)} describe only {described}; the job asks "
+                            f"{missing}: they answer -1 (unknown) here, where Karmada answers 0 and rejects the "
+                            "member (--karmada-compatible shows Karmada's answer)")
+    failed = [r.member.name for r in rows if r.estimates[ACCURATE].value == UNKNOWN]
+    if failed:
+        warnings.append(f"accurate estimator of {', '.join(failed)} did not answer: counted as -1 here; Karmada's "
+                        "scheduler would drop the accurate answers of every member for this job")
+    for row in rows:
+        general = row.estimates[GENERAL].value
+        if row.blockers and general is not None and general >= 1 and row.sets >= 1 \
+                and row.estimates[ACCURATE].value is None:
+            fate = "it is the member chosen" if row.member.name == selected else "Karmada may place the job there"
+            warnings.append(f"{row.member.name}: the general estimator counts {general} set(s) from cluster totals, "
+                            f"but {row.blockers[0]}; {fate} and those pods would stay Pending "
+                            f"(ask the member's accurate estimator)")
+    return warnings
+
+
+def evaluate(job: Job, members: Sequence[Member], placement: Placement, options: Options,
+             ask_accurate: AskAccurate | None = None) -> PlacementResult:
+    query = ComponentSetsQuery(job.components, job.namespace)
+    filters = {m.name: _filters(m, job, placement) for m in members}
+    allowed_somewhere = [m.name for m in members
+                         if "*" not in filters[m.name]
+                         and any(t.name not in filters[m.name] for t in placement.affinity_terms)]
+    to_ask = [name for name in allowed_somewhere if name in options.accurate_members]
+    answers = ask_accurate(to_ask, query, job.object_key) if to_ask and ask_accurate else {}
+    modeling = options.gates.get(feature_gates.RESOURCE_MODELING, True)
+
+    rows = []
+    for m in members:
+        estimates = {
+            GENERAL: summary_sets(m.summary, job.components, options.karmada_compatible),
+            MODELS: model_sets(m.models, m.grade_counts, job.components, options.karmada_compatible)
+            if modeling else Estimate(None, f"{feature_gates.RESOURCE_MODELING} is off"),
+            ACCURATE: _accurate_estimate(m.name, answers, options, m.name in to_ask),
+        }
+        merged = merge({name: e.value for name, e in estimates.items()})
+        blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
+        rows.append(_Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers))
+
+    selected, chosen_term = None, placement.affinity_terms[0].name
+    for term in placement.affinity_terms:
+        candidates = [Candidate(r.member.name, r.sets, r.filter_reason(term.name) is None and r.sets != UNKNOWN)
+                      for r in rows]
+        winner = choose(candidates, options.strategy)
+        if winner is not None:
+            selected, chosen_term = winner.name, term.name
+            break
+
+    results = []
+    by_name = {r.member.name: r for r in rows}
+    for candidate in karmada_order([Candidate(r.member.name, r.sets, True) for r in rows]):
+        row = by_name[candidate.name]
+        eligible = row.filter_reason(chosen_term) is None and row.sets != UNKNOWN
+        if row.filter_reason(chosen_term):
+            verdict = FILTERED
+        elif row.member.name == selected:
+            verdict = CHOSEN
+        elif row.sets == UNKNOWN:
+            verdict = UNKNOWN_VERDICT
+        elif row.sets >= 1:
+            verdict = FITS
+        else:
+            verdict = TOO_SMALL
+        results.append(MemberResult(
+            name=row.member.name,
+            estimates={name: e.value for name, e in row.estimates.items()},
+            estimate_reasons={name: e.reason for name, e in row.estimates.items()},
+            sets=row.sets,
+            eligible=eligible and row.sets >= 1,
+            verdict=verdict,
+            reasons=_reasons(row, verdict, chosen_term, options.strategy),
+        ))
+    return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
+                           tuple(_warnings(job, placement, rows, options, selected)))

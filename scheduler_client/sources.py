@@ -1,0 +1,132 @@
+"""Reading the client's input files: the only module here that touches the file system.
+
+Every problem is an InputError naming the file and, where there is one, the field:
+"jobs/train.yaml: spec.pytorchReplicaSpecs.Worker.replicas: replicas must be a whole number".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from estimator.errors import SnapshotError
+from estimator.snapshot_source import load_snapshot
+from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
+from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
+from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
+from scheduler_client.members import MemberSnapshot
+from scheduler_client.policy import POLICY_KINDS, Policy, PolicyError, parse_policy
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class InputError(ValueError):
+    def __init__(self, path: str | Path, field: str, message: str):
+        self.path, self.field, self.message = str(path), field, message
+        super().__init__(f"{self.path}: {field}: {message}" if field else f"{self.path}: {message}")
+
+
+def read_documents(path: str | Path) -> list[Any]:
+    """Every object in a YAML (multi-document) or JSON file; `kind: *List` items expanded."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(path, "", f"cannot read: {error}") from None
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            documents = [json.loads(text)]
+        else:
+            documents = list(yaml.load_all(text, Loader=_Loader))
+    except json.JSONDecodeError as error:
+        raise InputError(path, "", f"invalid JSON at line {error.lineno}: {error.msg}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(path, "", f"invalid YAML{where}: {getattr(error, 'problem', None) or error}") from None
+    objects: list[Any] = []
+    for document in documents:
+        if document is None:
+            continue
+        if isinstance(document, list):
+            objects.extend(document)
+        elif isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List") \
+                and isinstance(document.get("items"), list):
+            item_kind = str(document["kind"])[: -len("List")]
+            objects.extend({**item, "kind": item_kind} if isinstance(item, Mapping) and "kind" not in item
+                           and item_kind else item for item in document["items"])
+        else:
+            objects.append(document)
+    if not objects:
+        raise InputError(path, "", "the file holds no objects")
+    return objects
+
+
+def load_job(path: str | Path) -> Job:
+    """The first supported job in the file; other documents (a TrainJob's runtime) come along."""
+    documents = read_documents(path)
+    job = next((d for d in documents if is_supported(d)), None)
+    if job is None:
+        first = documents[0]
+        kind = first.get("kind") if isinstance(first, Mapping) else None
+        api = first.get("apiVersion") if isinstance(first, Mapping) else None
+        raise InputError(path, "kind", f"unsupported job kind {kind or '<none>'} ({api or 'no apiVersion'}); "
+                                       f"supported: {', '.join(supported_kinds())}")
+    try:
+        return interpret(job, [d for d in documents if d is not job])
+    except InterpretError as error:
+        raise InputError(path, error.field, error.message) from None
+
+
+def load_job_manifest(path: str | Path) -> Mapping:
+    return next((d for d in read_documents(path) if is_supported(d)), {})
+
+
+def load_policy(path: str | Path) -> Policy:
+    documents = [d for d in read_documents(path) if isinstance(d, Mapping) and d.get("kind") in POLICY_KINDS]
+    if not documents:
+        raise InputError(path, "kind", "no PropagationPolicy or ClusterPropagationPolicy in the file")
+    try:
+        return parse_policy(documents[0])
+    except PolicyError as error:
+        raise InputError(path, error.field, error.message) from None
+
+
+def load_clusters(paths: Sequence[str | Path]) -> list[ClusterObject]:
+    clusters: list[ClusterObject] = []
+    seen: set[str] = set()
+    for path in paths:
+        for i, document in enumerate(read_documents(path)):
+            if not isinstance(document, Mapping) or document.get("kind") != "Cluster":
+                continue
+            try:
+                cluster = parse_cluster(document)
+            except ClusterError as error:
+                name = (document.get("metadata") or {}).get("name", f"#{i}")
+                raise InputError(path, f"Cluster {name}: {error.field}", error.message) from None
+            if cluster.name in seen:
+                raise InputError(path, "metadata.name", f"Cluster {cluster.name} is given twice")
+            seen.add(cluster.name)
+            clusters.append(cluster)
+        if not clusters:
+            raise InputError(path, "kind", "no Karmada Cluster objects in the file")
+    return clusters
+
+
+def load_member_snapshot(name: str, paths: Sequence[str | Path]) -> MemberSnapshot:
+    label = ", ".join(map(str, paths))
+    try:
+        snapshot = load_snapshot(list(paths)).snapshot()
+    except SnapshotError as error:
+        raise InputError(label, "", f"member {name}: {error}") from None
+    objects = [obj for path in paths for obj in read_documents(path)]
+    nodes, pods = split_objects(objects)
+    try:
+        resource_summary(nodes, pods)  # fail here, naming the object, rather than mid-placement
+    except StatusError as error:
+        raise InputError(label, "", f"member {name}: {error}") from None
+    return MemberSnapshot(name, tuple(nodes), tuple(pods), snapshot)
