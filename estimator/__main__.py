@@ -111,11 +111,15 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
         return FileClusterState(args.snapshot)
     try:
-        from estimator.watch import WatchClusterState
+        from estimator.watch import KubeConfigError, WatchClusterState
     except ImportError:
         parser.error("live clusters (--kubeconfig/--master/in-cluster) are not available in this build; use --snapshot")
-    return WatchClusterState(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
-                             burst=args.kube_api_burst)
+    try:
+        # Neither --kubeconfig nor --master: the in-cluster service account, as client-go does.
+        return WatchClusterState(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
+                                 burst=args.kube_api_burst)
+    except KubeConfigError as error:
+        raise SnapshotError(str(error)) from None  # main() logs it and exits 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -432,6 +432,30 @@ class ClusterCache:
     def version(self) -> int:
         return self._version
 
+    def keys(self, kind: str) -> set:
+        """The keys of every object of `kind` the cache holds something for: node names, or
+        (namespace, name) for the namespaced kinds. A list/watch relist deletes the ones the
+        API server no longer lists. Pods count when bound and not terminal, or when they are
+        unschedulable; other pods leave nothing behind, so they are not keys either.
+        """
+        with self._lock:
+            if kind == "Node":
+                return {name for name, row in self._rows.items() if self._row_nodes[row] is not None}
+            if kind == "ResourceQuota":
+                return set(self._quotas)
+            if kind not in ("Pod", "ReplicaSet", "Deployment"):
+                raise ValueError(f"unknown kind {kind!r}")
+            index = self._workloads.index()
+            if kind == "Pod":
+                keys = set(self._pods)
+                by_namespace = index.unschedulable
+            else:
+                keys = set()
+                by_namespace = index.replicasets if kind == "ReplicaSet" else index.deployments
+            for namespace, records in by_namespace.items():
+                keys.update((namespace, name) for name in records)
+            return keys
+
     def stats(self) -> dict[str, int]:
         """Sizes for logs and metrics."""
         with self._lock:

@@ -1,0 +1,165 @@
+"""Live member cluster: list/watch Nodes, Pods, ResourceQuotas, ReplicaSets and Deployments
+into a ClusterCache, with client-go informer semantics (see reflector.py).
+
+`WatchClusterState` implements the server's ClusterState protocol:
+- threads: one reflector thread per kind (as client-go runs one reflector per informer),
+  all feeding one thread-safe ClusterCache; estimates read `cache.snapshot()`, a consistent
+  copy rebuilt only when the cache's version moved;
+- synced(): every kind has been listed once (stays true through later relists);
+- health(): false once a reflector thread has died (the loop itself survives every API
+  error and malformed object; only a bug escaping it can end it);
+- staleness_seconds(): age of the oldest kind's last confirmation from the API server
+  (list completed, watch opened, event or bookmark received); grows while the API server
+  is unreachable, while the last state keeps being served.
+
+Only `kubeclient.py` imports `kubernetes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Sequence
+
+from estimator.cache import ClusterCache
+from estimator.snapshot import ClusterSnapshot
+from estimator.watch.kubeclient import KubeClient, KubeConfigError
+from estimator.watch.ratelimit import Backoff, TokenBucket
+from estimator.watch.reflector import KIND_SPECS, POD_FIELD_SELECTOR, KindSpec, Reflector, ReflectorOptions
+
+__all__ = [
+    "WatchClusterState",
+    "KubeConfigError",
+    "ReflectorOptions",
+    "TokenBucket",
+    "Backoff",
+    "POD_FIELD_SELECTOR",
+    "KIND_SPECS",
+]
+
+log = logging.getLogger("estimator.watch")
+
+
+class WatchClusterState:
+    """Cluster state kept current by list/watch against the member's API server."""
+
+    def __init__(
+        self,
+        kubeconfig: str = "",
+        master: str = "",
+        qps: float = 20.0,
+        burst: int = 30,
+        *,
+        client: KubeClient | None = None,
+        cache: ClusterCache | None = None,
+        options: ReflectorOptions | None = None,
+        connect_timeout: float = 10.0,
+        kinds: Sequence[KindSpec] = KIND_SPECS,
+    ):
+        # Raises KubeConfigError for an unusable kubeconfig / --master / in-cluster setup.
+        self.client = client or KubeClient.from_flags(kubeconfig, master, connect_timeout)
+        self.cache = cache if cache is not None else ClusterCache()
+        self.limiter = TokenBucket(qps, burst)
+        self.options = options or ReflectorOptions()
+        self._stop = threading.Event()
+        self._started = False
+        self._stopped = False
+        self.reflectors = {
+            spec.kind: Reflector(spec, self.client, self.cache, self.limiter, self._stop, self.options)
+            for spec in kinds
+        }
+        self._synced_at: float | None = None
+
+    # --- ClusterState protocol ------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        log.info("listing and watching %s on %s (qps %s, burst %d)",
+                 ", ".join(self.reflectors), self.client.host, self.limiter.qps, self.limiter.burst)
+        for reflector in self.reflectors.values():
+            reflector.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopped = True
+        self._stop.set()
+        for reflector in self.reflectors.values():
+            reflector.abort_stream()
+        deadline = time.monotonic() + timeout
+        for reflector in self.reflectors.values():
+            if reflector.thread.is_alive():
+                reflector.thread.join(max(0.0, deadline - time.monotonic()))
+        self.client.close()
+
+    def snapshot(self) -> ClusterSnapshot | None:
+        return self.cache.snapshot() if self.synced() else None
+
+    def synced(self) -> bool:
+        if self._synced_at is not None:
+            return True
+        if self.reflectors and all(r.synced for r in self.reflectors.values()):
+            self._synced_at = time.monotonic()
+            return True
+        return False
+
+    def health(self) -> tuple[bool, str]:
+        dead = [f"{r.kind}: {r.died or 'thread ended'}" for r in self.reflectors.values()
+                if self._started and not self._stopped and not r.alive()]
+        if dead:
+            return False, "watch loop died: " + "; ".join(dead)
+        if not self._started:
+            return True, "watch not started yet"
+        if self._stopped:
+            return True, "watch stopped"
+        return True, f"watching {len(self.reflectors)} kinds on {self.client.host}"
+
+    def staleness_seconds(self) -> float:
+        if not self.reflectors:
+            return 0.0
+        oldest = min(r.last_ok for r in self.reflectors.values())
+        return max(0.0, time.monotonic() - oldest)
+
+    def reload(self) -> bool:
+        """SIGHUP: relist every kind (the watch continues from the new lists)."""
+        log.info("reload requested: relisting every kind")
+        for reflector in self.reflectors.values():
+            reflector.request_relist()
+        return True
+
+    def describe(self) -> str:
+        now = time.monotonic()
+        parts = []
+        for r in self.reflectors.values():
+            text = f"{r.kind} {'synced' if r.synced else 'not synced'}, {r.status}"
+            if r.resource_version:
+                text += f" at rv {r.resource_version}"
+            age = now - r.last_ok
+            if age >= 1:
+                text += f", last contact {age:.1f}s ago"
+            if r.status in ("backing off", "dead") and (r.last_error or r.died):
+                text += f" ({(r.died or r.last_error)[:160]})"
+            parts.append(text)
+        return f"list/watch {self.client.host}: " + "; ".join(parts)
+
+    # --- introspection ------------------------------------------------------------------
+
+    def stats(self) -> dict[str, dict]:
+        """Per-kind counters, for metrics, logs and benchmarks."""
+        return {
+            r.kind: {
+                "synced": r.synced,
+                "resource_version": r.resource_version,
+                "events": r.events,
+                "bookmarks": r.bookmarks,
+                "lists": r.lists,
+                "list_pages": r.pages,
+                "relists_gone": r.relists_gone,
+                "deleted_by_relist": r.deleted_by_relist,
+                "malformed": r.malformed,
+                "errors": dict(r.errors),
+                "seconds_since_contact": time.monotonic() - r.last_ok,
+            }
+            for r in self.reflectors.values()
+        }

@@ -1,0 +1,247 @@
+"""The only module that imports `kubernetes`.
+
+It builds an API client from a kubeconfig, --master, or the in-cluster service account,
+and issues raw list and watch requests (`_preload_content=False`): the typed models are
+never built. Callers get bytes (a list page) or complete JSON lines (a watch stream), and
+failures mapped onto three exception types the list/watch loop can act on:
+
+- `Gone`: HTTP 410 (a too-old resourceVersion or an expired continue token): relist.
+- `Unavailable`: the API server could not be reached or answered 429/5xx, the connection
+  broke or timed out: back off and retry.
+- `ApiError`: any other refusal (401, 403, 404, ...): back off, retry, and log loudly.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import socket
+from dataclasses import dataclass
+from typing import Iterator
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+log = logging.getLogger("estimator.watch")
+
+USER_AGENT = "karmada-accurate-estimator"
+
+
+class KubeConfigError(Exception):
+    """The kubeconfig, --master or in-cluster configuration cannot be used."""
+
+
+class ApiError(Exception):
+    def __init__(self, message: str, status: int = 0, reason: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class Gone(ApiError):
+    """410: the resourceVersion or continue token is too old."""
+
+
+class Unavailable(ApiError):
+    """Unreachable, timed out, broken stream, 429 or 5xx: transient, retry with backoff."""
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    api: str  # "core" or "apps"
+    method: str
+
+
+_ENDPOINTS = {
+    "Node": _Endpoint("core", "list_node"),
+    "Pod": _Endpoint("core", "list_pod_for_all_namespaces"),
+    "ResourceQuota": _Endpoint("core", "list_resource_quota_for_all_namespaces"),
+    "ReplicaSet": _Endpoint("apps", "list_replica_set_for_all_namespaces"),
+    "Deployment": _Endpoint("apps", "list_deployment_for_all_namespaces"),
+}
+KINDS = tuple(_ENDPOINTS)
+
+
+def load_configuration(kubeconfig: str = "", master: str = "", context: str | None = None) -> k8s.Configuration:
+    """clientcmd.BuildConfigFromFlags: kubeconfig (with --master overriding its server),
+    --master alone (no credentials), or in-cluster when neither is given."""
+    configuration = k8s.Configuration()
+    master = master.rstrip("/")
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+            )
+            if master:
+                _override_host(configuration, master)
+        elif master:
+            configuration.host = master
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
+        where = kubeconfig or ("in-cluster service account" if not master else master)
+        hint = "" if kubeconfig or master else " (no --kubeconfig or --master given and not running in a pod)"
+        raise KubeConfigError(f"cannot load Kubernetes client configuration from {where}{hint}: {error}") from None
+    if not configuration.host:
+        raise KubeConfigError("the Kubernetes client configuration names no API server")
+    configuration.host = configuration.host.rstrip("/")
+    # Our loop owns retries and backoff; urllib3 must not retry behind its back.
+    configuration.retries = False
+    configuration.connection_pool_maxsize = 16
+    return configuration
+
+
+def _override_host(configuration: k8s.Configuration, master: str) -> None:
+    """--master replaces the kubeconfig's server but keeps its credentials. The kubeconfig
+    loader's token-refresh hook re-applies the file's server (and itself) before every
+    request, so it is wrapped to put --master back."""
+    configuration.host = master
+    refresh = configuration.refresh_api_key_hook
+    if refresh is not None:
+
+        def refresh_keeping_master(conf: k8s.Configuration) -> None:
+            refresh(conf)  # re-installs its own hook and the file's server: undo both
+            conf.host = master
+            conf.refresh_api_key_hook = refresh_keeping_master
+
+        configuration.refresh_api_key_hook = refresh_keeping_master
+
+
+def _status_message(body: str | bytes | None) -> str:
+    """The `message` of a metav1.Status body, or the body itself (shortened)."""
+    if not body:
+        return ""
+    try:
+        status = json.loads(body)
+        if isinstance(status, dict) and status.get("message"):
+            return str(status["message"])
+    except (ValueError, TypeError):
+        pass
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    return text[:200]
+
+
+def _from_api_exception(error: ApiException, what: str) -> ApiError:
+    status = int(error.status or 0)
+    message = f"{what}: {status or ''} {error.reason or ''}: {_status_message(error.body)}".replace("  ", " ")
+    if status == 410:
+        return Gone(message, status, error.reason or "")
+    if status in (0, 429) or status >= 500:
+        return Unavailable(message, status, error.reason or "")
+    return ApiError(message, status, error.reason or "")
+
+
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, socket.timeout)
+
+
+class WatchStream:
+    """One open watch response: complete event lines as bytes, in order.
+
+    `abort()` may be called from another thread to unblock a reader (stop, reload)."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse, what: str):
+        self._response = response
+        self._what = what
+
+    def lines(self) -> Iterator[bytes]:
+        pending = b""
+        try:
+            for chunk in self._response.stream(None if self._response.chunked else 65536):
+                if pending:
+                    chunk = pending + chunk
+                start = 0
+                while True:
+                    end = chunk.find(b"\n", start)
+                    if end < 0:
+                        break
+                    if end > start:
+                        yield chunk[start:end]
+                    start = end + 1
+                pending = chunk[start:]
+        except _TRANSPORT_ERRORS as error:
+            raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
+        except ValueError as error:  # urllib3 on a closed/aborted file object
+            raise Unavailable(f"{self._what}: stream closed: {error}") from None
+        if pending.strip():
+            raise Unavailable(f"{self._what}: stream ended inside an event ({len(pending)} bytes unterminated)")
+
+    def abort(self) -> None:
+        try:
+            self._response.shutdown()
+        except Exception:  # noqa: BLE001 - already released or closed: nothing to unblock
+            pass
+
+    def close(self) -> None:
+        try:
+            self._response.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class KubeClient:
+    """Raw list and watch of the five kinds the estimator reads, across all namespaces."""
+
+    def __init__(self, configuration: k8s.Configuration, connect_timeout: float = 10.0):
+        self.host = configuration.host
+        self._api_client = k8s.ApiClient(configuration)
+        self._api_client.user_agent = USER_AGENT
+        self._apis = {"core": k8s.CoreV1Api(self._api_client), "apps": k8s.AppsV1Api(self._api_client)}
+        self.connect_timeout = connect_timeout
+
+    @classmethod
+    def from_flags(cls, kubeconfig: str = "", master: str = "", connect_timeout: float = 10.0) -> KubeClient:
+        return cls(load_configuration(kubeconfig, master), connect_timeout)
+
+    def _call(self, kind: str, what: str, read_timeout: float, **params) -> urllib3.BaseHTTPResponse:
+        endpoint = _ENDPOINTS[kind]
+        method = getattr(self._apis[endpoint.api], endpoint.method)
+        params = {k: v for k, v in params.items() if v not in (None, "")}
+        try:
+            return method(
+                **params, _preload_content=False, _request_timeout=(self.connect_timeout, max(read_timeout, 0.001))
+            )
+        except ApiException as error:
+            raise _from_api_exception(error, what) from None
+        except _TRANSPORT_ERRORS as error:
+            raise Unavailable(f"{what}: {type(error).__name__}: {error}") from None
+
+    def list_page(
+        self, kind: str, *, limit: int, continue_token: str = "", field_selector: str = "", timeout: float = 60.0
+    ) -> bytes:
+        """One page of a (consistent, paginated) list: the raw JSON body."""
+        what = f"list {kind}"
+        response = self._call(
+            kind, what, timeout, limit=limit, _continue=continue_token, field_selector=field_selector
+        )
+        try:
+            return response.data
+        except _TRANSPORT_ERRORS as error:
+            raise Unavailable(f"{what}: body broken: {type(error).__name__}: {error}") from None
+        finally:
+            response.release_conn()
+
+    def watch(
+        self, kind: str, *, resource_version: str, timeout_seconds: int, read_timeout: float, field_selector: str = ""
+    ) -> WatchStream:
+        what = f"watch {kind} from {resource_version}"
+        response = self._call(
+            kind,
+            what,
+            read_timeout,
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=resource_version,
+            timeout_seconds=int(timeout_seconds),
+            field_selector=field_selector,
+        )
+        return WatchStream(response, what)
+
+    def close(self) -> None:
+        try:
+            self._api_client.close()
+        except Exception:  # noqa: BLE001
+            pass

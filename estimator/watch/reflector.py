@@ -1,0 +1,390 @@
+"""One kind's list/watch loop, with client-go Reflector semantics, feeding the ClusterCache.
+
+    list (paginated: limit + continue, consistent read)  -> upsert every item, then delete
+         every key the cache holds that the list did not return (the relist diff)
+    watch from the list's resourceVersion, allowWatchBookmarks  -> apply events in order,
+         remember the resourceVersion of each event and bookmark
+    stream ended or dropped             -> watch again from the last resourceVersion
+    410 Gone (HTTP or an ERROR event)   -> relist (after the first backoff step)
+    expired continue token (410)        -> restart the list from the beginning
+    unreachable / 429 / 5xx / timeouts  -> capped exponential backoff with jitter, then retry
+                                           (the cache keeps serving the last state)
+
+Every request first takes a token from the shared bucket (--kube-api-qps/--kube-api-burst).
+Objects are never kept: each item or event is parsed from JSON, handed to the cache (which
+keeps only lean records) and dropped. A malformed object is logged and skipped; it never
+stops the loop. No Kubernetes import here: the client seam is `kubeclient.KubeClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from estimator.cache import ClusterCache
+from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Unavailable
+from estimator.watch.ratelimit import Backoff, TokenBucket
+
+log = logging.getLogger("estimator.watch")
+
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+# What a malformed object can raise from the cache's parsers (QuantityError is a ValueError).
+_MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: str
+    namespaced: bool
+    field_selector: str = ""
+
+
+KIND_SPECS: tuple[KindSpec, ...] = (
+    KindSpec("Node", namespaced=False),
+    KindSpec("Pod", namespaced=True, field_selector=POD_FIELD_SELECTOR),
+    KindSpec("ResourceQuota", namespaced=True),
+    KindSpec("ReplicaSet", namespaced=True),
+    KindSpec("Deployment", namespaced=True),
+)
+
+
+def object_key(obj: Any, namespaced: bool):
+    """The cache's key for an object: its name, or (namespace, name) as the cache spells it."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError("metadata.name is missing")
+    return (str(meta.get("namespace") or "default"), name) if namespaced else name
+
+
+def _handlers(cache: ClusterCache, kind: str) -> tuple[Callable[[Mapping], None], Callable[[Any], None]]:
+    """(upsert(obj), delete(key)) for one kind."""
+    if kind == "Node":
+        return cache.upsert_node, cache.delete_node
+    upsert, delete = {
+        "Pod": (cache.upsert_pod, cache.delete_pod),
+        "ResourceQuota": (cache.upsert_quota, cache.delete_quota),
+        "ReplicaSet": (cache.upsert_replicaset, cache.delete_replicaset),
+        "Deployment": (cache.upsert_deployment, cache.delete_deployment),
+    }[kind]
+    return upsert, lambda key: delete(*key)
+
+
+@dataclass
+class ReflectorOptions:
+    page_size: int = 500
+    list_timeout: float = 60.0
+    # Watch requests ask the server to end the stream after a random time in
+    # [min_watch_timeout, 2 * min_watch_timeout] (client-go: 5 min), so connections rotate.
+    min_watch_timeout: float = 300.0
+    # The client read timeout is the watch timeout plus this margin: a silent, half-open
+    # connection is noticed by then.
+    read_timeout_margin: float = 30.0
+    # A watch that ends sooner than this without a single event counts as a failure.
+    min_watch_seconds: float = 1.0
+    backoff_initial: float = 0.8
+    backoff_cap: float = 30.0
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class _Stopped(Exception):
+    pass
+
+
+class Reflector:
+    """The list/watch loop of one kind, run on its own thread."""
+
+    def __init__(
+        self,
+        spec: KindSpec,
+        client: KubeClient,
+        cache: ClusterCache,
+        limiter: TokenBucket,
+        stop: threading.Event,
+        options: ReflectorOptions | None = None,
+    ):
+        self.spec = spec
+        self.kind = spec.kind
+        self._client = client
+        self._cache = cache
+        self._limiter = limiter
+        self._stop = stop
+        self.options = options or ReflectorOptions()
+        self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng)
+        self._upsert, self._delete = _handlers(cache, spec.kind)
+        self.resource_version = ""  # "" -> the next step is a (re)list
+        self.synced = False  # listed once; stays true (client-go HasSynced)
+        self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
+        self.status = "not started"
+        self.last_error = ""
+        self.died = ""  # set when the thread ended on an unexpected BaseException
+        # Counters (written by the reflector thread only).
+        self.events = 0
+        self.bookmarks = 0
+        self.lists = 0
+        self.relists_gone = 0
+        self.pages = 0
+        self.deleted_by_relist = 0
+        self.malformed = 0
+        self.errors: dict[str, int] = {}
+        self._stream = None
+        self._productive = False
+        self._relist_requested = False
+        self.thread = threading.Thread(target=self._run, name=f"watch-{spec.kind}", daemon=True)
+
+    # --- control (any thread) ---------------------------------------------------------
+
+    def start(self) -> None:
+        self.last_ok = time.monotonic()
+        self.thread.start()
+
+    def request_relist(self) -> None:
+        self._relist_requested = True
+        self.abort_stream()
+
+    def abort_stream(self) -> None:
+        stream = self._stream
+        if stream is not None:
+            stream.abort()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except _Stopped:
+            pass
+        except BaseException as error:  # noqa: BLE001 - recorded so /healthz can fail
+            self.died = f"{type(error).__name__}: {error}"
+            self.status = "dead"
+            log.critical("%s watch loop died: %s", self.kind, self.died, exc_info=True)
+            return
+        self.status = "stopped"
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            delay = 0.0
+            self._productive = False
+            try:
+                if not self.resource_version or self._relist_requested:
+                    self._relist_requested = False
+                    self._list()
+                    self._backoff.reset()
+                if self._watch():
+                    self._backoff.reset()
+                    continue
+                delay = self._failed("short-watch", f"watch ended after less than {self.options.min_watch_seconds}s "
+                                                    "without events")
+            except _Stopped:
+                return
+            except Gone as error:
+                self.relists_gone += 1
+                self.resource_version = ""
+                log.info("%s: %s; relisting", self.kind, error)
+                delay = self._failed("gone", str(error), quiet=True)
+            except Unavailable as error:
+                if self._relist_requested or self._stop.is_set():
+                    continue  # our own abort
+                if self._productive:
+                    self._backoff.reset()
+                    self._count_error("stream-broken")
+                    log.info("%s: %s; resuming from resourceVersion %s", self.kind, error, self.resource_version)
+                    continue  # a stream that delivered drops: resume at once, like client-go
+                delay = self._failed("unavailable", str(error))
+            except ApiError as error:
+                delay = self._failed(f"http-{error.status}", str(error), level=logging.ERROR)
+            except Exception as error:  # noqa: BLE001 - a bug must not end the loop: relist
+                log.exception("%s: unexpected error in the list/watch loop; relisting", self.kind)
+                self.resource_version = ""
+                delay = self._failed("internal", f"{type(error).__name__}: {error}")
+            if delay > 0:
+                self.status = "backing off"
+                if self._stop.wait(delay):
+                    return
+
+    def _count_error(self, reason: str) -> None:
+        self.errors[reason] = self.errors.get(reason, 0) + 1
+
+    def _failed(self, reason: str, message: str, level: int = logging.WARNING, quiet: bool = False) -> float:
+        """Count a failure and return how long to wait before the next attempt."""
+        if self._productive:
+            self._backoff.reset()
+        self._count_error(reason)
+        self.last_error = message
+        delay = self._backoff.next()
+        attempt = self._backoff.failures
+        if not quiet and (attempt & (attempt - 1)) == 0:  # 1st, 2nd, 4th, 8th, ... in a row
+            log.log(level, "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
+                    self.kind, message, delay, attempt)
+        return delay
+
+    def _take_token(self) -> None:
+        if not self._limiter.acquire(self._stop):
+            raise _Stopped
+
+    # --- list ---------------------------------------------------------------------------
+
+    def _list(self) -> None:
+        options = self.options
+        self.status = "listing"
+        seen: set = set()
+        token = ""
+        restarts = 0
+        resource_version = ""
+        while True:
+            self._take_token()
+            try:
+                body = self._client.list_page(
+                    self.kind,
+                    limit=options.page_size,
+                    continue_token=token,
+                    field_selector=self.spec.field_selector,
+                    timeout=options.list_timeout,
+                )
+            except Gone:
+                if not token or restarts >= 3:
+                    raise
+                # The continue token expired (compaction): a consistent list must start over.
+                restarts += 1
+                self._count_error("continue-expired")
+                log.info("%s: continue token expired during a paginated list; listing again from the start", self.kind)
+                seen.clear()
+                token = ""
+                continue
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                page = json.loads(body)
+            except ValueError as error:
+                raise Unavailable(f"list {self.kind}: response is not JSON: {error}") from None
+            del body
+            if not isinstance(page, dict):
+                raise Unavailable(f"list {self.kind}: response is not an object")
+            self.pages += 1
+            for item in page.get("items") or ():
+                self._apply_listed(item, seen)
+            meta = page.get("metadata") or {}
+            resource_version = str(meta.get("resourceVersion") or resource_version)
+            token = str(meta.get("continue") or "")
+            del page
+            if not token:
+                break
+        if not resource_version:
+            raise ApiError(f"list {self.kind}: the response has no resourceVersion to watch from")
+        stale = self._cache.keys(self.kind) - seen
+        for key in stale:
+            self._delete(key)
+        self.deleted_by_relist += len(stale)
+        if stale and self.synced:
+            log.info("%s: relist removed %d objects deleted while we were not watching", self.kind, len(stale))
+        self.lists += 1
+        self.resource_version = resource_version
+        self.last_ok = time.monotonic()
+        if not self.synced:
+            self.synced = True
+            log.info("%s: synced %d objects at resourceVersion %s", self.kind, len(seen), resource_version)
+
+    def _apply_listed(self, item: Any, seen: set) -> None:
+        try:
+            key = object_key(item, self.spec.namespaced)
+        except _MALFORMED as error:
+            self._malformed("list", item, error)
+            return
+        seen.add(key)  # a malformed item keeps its last good state instead of vanishing
+        try:
+            self._upsert(item)
+        except _MALFORMED as error:
+            self._malformed("list", item, error)
+
+    def _malformed(self, where: str, obj: Any, error: Exception) -> None:
+        self.malformed += 1
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        meta = meta if isinstance(meta, Mapping) else {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}" if self.spec.namespaced else str(meta.get("name"))
+        log.warning("%s %s: skipping malformed object %s: %s", self.kind, where, name, error)
+
+    # --- watch --------------------------------------------------------------------------
+
+    def _watch(self) -> bool:
+        """Watch from `resource_version` until the stream ends; True if it was productive."""
+        options = self.options
+        self._take_token()
+        timeout = options.min_watch_timeout * (1.0 + options.rng.random())
+        stream = self._client.watch(
+            self.kind,
+            resource_version=self.resource_version,
+            timeout_seconds=max(1, int(timeout)),
+            read_timeout=timeout + options.read_timeout_margin,
+            field_selector=self.spec.field_selector,
+        )
+        self._stream = stream
+        if self._stop.is_set() or self._relist_requested:
+            stream.abort()
+        opened = time.monotonic()
+        self.last_ok = opened
+        self.status = "watching"
+        upsert, delete, namespaced = self._upsert, self._delete, self.spec.namespaced
+        loads, monotonic = json.loads, time.monotonic
+        events = 0
+        try:
+            for line in stream.lines():
+                try:
+                    event = loads(line)
+                    kind = event["type"]
+                    obj = event["object"]
+                    meta = obj["metadata"] if kind != "ERROR" else None
+                except (ValueError, KeyError, TypeError) as error:
+                    raise Unavailable(f"watch {self.kind}: undecodable event ({error})") from None
+                if kind == "ADDED" or kind == "MODIFIED":
+                    try:
+                        upsert(obj)
+                    except _MALFORMED as error:
+                        self._malformed("watch", obj, error)
+                elif kind == "DELETED":
+                    try:
+                        delete(object_key(obj, namespaced))
+                    except _MALFORMED as error:
+                        self._malformed("watch", obj, error)
+                elif kind == "BOOKMARK":
+                    self.bookmarks += 1
+                elif kind == "ERROR":
+                    raise _status_error(self.kind, obj)
+                else:
+                    log.warning("%s: ignoring watch event of unknown type %r", self.kind, kind)
+                resource_version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+                if resource_version:
+                    self.resource_version = str(resource_version)
+                self.last_ok = monotonic()
+                events += 1
+                self.events += 1
+                self._productive = True
+                if self._stop.is_set() or self._relist_requested:
+                    break
+        finally:
+            self._stream = None
+            stream.close()
+        return events > 0 or time.monotonic() - opened >= options.min_watch_seconds
+
+
+def _status_error(kind: str, status: Any) -> ApiError:
+    """An ERROR watch event carries a metav1.Status: 410 means the resourceVersion is gone."""
+    status = status if isinstance(status, Mapping) else {}
+    try:
+        code = int(status.get("code") or 0)
+    except (TypeError, ValueError):
+        code = 0
+    message = f"watch {kind}: ERROR event {code} {status.get('reason') or ''}: {status.get('message') or ''}"
+    if code == 410 or status.get("reason") in ("Expired", "Gone"):
+        return Gone(message, 410, str(status.get("reason") or ""))
+    if code in (0, 429) or code >= 500:
+        return Unavailable(message, code, str(status.get("reason") or ""))
+    return ApiError(message, code, str(status.get("reason") or ""))

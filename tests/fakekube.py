@@ -1,0 +1,750 @@
+"""A small fake Kubernetes API server: plain HTTP/1.1 on loopback, for tests and benchmarks.
+
+It speaks the part of the API the estimator's list/watch loop uses, with the semantics of
+a real kube-apiserver backed by etcd:
+
+- objects of five kinds (Node, Pod, ResourceQuota, ReplicaSet, Deployment) under one global
+  resourceVersion counter; every change is one event in a bounded history;
+- list: `limit` + `continue` pagination over keys in etcd order, every page served from the
+  snapshot at the first page's resourceVersion (rebuilt from the history), `fieldSelector`
+  on pods (status.phase, spec.nodeName) and metadata; a continue token whose snapshot has
+  been compacted away answers 410 Expired;
+- watch: chunked JSON event lines (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) for events
+  after `resourceVersion`; with a field selector an object leaving it arrives as DELETED and
+  one entering it as ADDED; `allowWatchBookmarks` gets a BOOKMARK every `bookmark_interval`
+  seconds and before `timeoutSeconds` ends the stream; a resourceVersion older than the
+  history answers 410 Gone, as an ERROR event (like the watch cache) or an HTTP status;
+- faults: `compact()`, `drop_watches()` (optionally mid-event), `go_down()`/`come_up()` (a
+  restart on the same port, with the same or a compacted history), `delay` (slow
+  responses), `fail_next()` (5xx/429), `expire_continue()`, `hold_lists()`.
+
+Driven in tests through the real kubernetes client via `kubeconfig()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import itertools
+import json
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import parse_qs, urlsplit
+
+# path -> (kind, apiVersion, namespaced)
+RESOURCES = {
+    "/api/v1/nodes": ("Node", "v1", False),
+    "/api/v1/pods": ("Pod", "v1", True),
+    "/api/v1/resourcequotas": ("ResourceQuota", "v1", True),
+    "/apis/apps/v1/replicasets": ("ReplicaSet", "apps/v1", True),
+    "/apis/apps/v1/deployments": ("Deployment", "apps/v1", True),
+}
+KIND_INFO = {kind: (path, api_version, namespaced) for path, (kind, api_version, namespaced) in RESOURCES.items()}
+_FIRST_RV = 1000
+
+
+@dataclass
+class _Stored:
+    rv: int
+    data: bytes  # the object's JSON, metadata.resourceVersion included
+    fields: dict  # values a field selector can test
+
+
+@dataclass
+class _Event:
+    rv: int
+    kind: str
+    type: str  # ADDED, MODIFIED, DELETED
+    key: str
+    data: bytes  # the new state (for DELETED: the last state, at the deletion's rv)
+    fields: dict
+    old: _Stored | None  # the state before (None for ADDED)
+
+
+def _key(kind: str, obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("metadata.name is required")
+    return f"{meta.get('namespace') or 'default'}/{name}" if KIND_INFO[kind][2] else name
+
+
+def _fields(kind: str, obj: dict) -> dict:
+    meta = obj.get("metadata") or {}
+    fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
+    if kind == "Pod":
+        fields["status.phase"] = (obj.get("status") or {}).get("phase", "")
+        fields["spec.nodeName"] = (obj.get("spec") or {}).get("nodeName", "")
+    return fields
+
+
+def _parse_selector(text: str, kind: str) -> list[tuple[str, bool, str]]:
+    """'a=b,c!=d' -> [(field, equal?, value)]; ValueError for a field the kind cannot select on."""
+    terms = []
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        if "!=" in term:
+            field, value = term.split("!=", 1)
+            equal = False
+        elif "==" in term:
+            field, value = term.split("==", 1)
+            equal = True
+        elif "=" in term:
+            field, value = term.split("=", 1)
+            equal = True
+        else:
+            raise ValueError(f"invalid field selector term {term!r}")
+        allowed = {"metadata.name", "metadata.namespace"} | ({"status.phase", "spec.nodeName"} if kind == "Pod" else set())
+        if field not in allowed:
+            raise ValueError(f'field label not supported: {field}')
+        terms.append((field, equal, value))
+    return terms
+
+
+def _matches(terms, fields: dict | None) -> bool:
+    if fields is None:
+        return False
+    return all((fields.get(field, "") == value) == equal for field, equal, value in terms)
+
+
+def _with_rv(data: bytes, rv: int) -> bytes:
+    obj = json.loads(data)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    return json.dumps(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+         "reason": reason, "code": code},
+        separators=(",", ":"),
+    ).encode()
+
+
+class FakeKube:
+    """The fake API server. All methods are thread-safe."""
+
+    def __init__(
+        self,
+        history_limit: int = 100_000,
+        bookmark_interval: float = 1.0,
+        gone_as_event: bool = True,
+        token: str | None = "fake-token",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
+        self.history_limit = history_limit
+        self.bookmark_interval = bookmark_interval
+        self.gone_as_event = gone_as_event  # False: a too-old watch gets HTTP 410 instead
+        self.token = token
+        self.delay = 0.0  # seconds every response waits before it is served
+        self._cond = threading.Condition()
+        self._rv = _FIRST_RV
+        self._objects: dict[str, dict[str, _Stored]] = {kind: {} for kind in KIND_INFO}
+        self._sorted: dict[str, list[str] | None] = {kind: [] for kind in KIND_INFO}
+        self._history: list[_Event] = []
+        self._compacted = _FIRST_RV  # events with rv <= this are gone; watches from older RVs get 410
+        self._drop_epoch = 0
+        self._drop_mid_event = False
+        self._down = False
+        self._failures: list[tuple[int, set[str] | None]] = []
+        self._expire_continue = 0
+        self._held: set[str] = set()
+        self.requests: Counter[tuple[str, str]] = Counter()  # (kind, "list" | "watch" | "continue")
+        self.watch_rvs: list[tuple[str, str]] = []  # (kind, resourceVersion) of every watch request
+        self._connections: set[socket.socket] = set()
+        self._host = host
+        self._port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> FakeKube:
+        handler = _handler_class(self)
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        self._httpd.daemon_threads = True
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fakekube", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    def stop(self) -> None:
+        self.go_down()
+
+    def __enter__(self) -> FakeKube:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def kubeconfig(self, directory: Path, name: str = "fake") -> Path:
+        """A kubeconfig file pointing at this server (bearer token auth, plain HTTP)."""
+        user = {"token": self.token} if self.token else {}
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "users": [{"name": name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+        }
+        path = Path(directory) / f"{name}.kubeconfig"
+        path.write_text(json.dumps(config))  # JSON is YAML
+        return path
+
+    # --- faults -------------------------------------------------------------------------
+
+    def go_down(self) -> None:
+        """Stop listening and cut every connection (a crashed or restarting API server)."""
+        with self._cond:
+            self._down = True
+            self._cond.notify_all()
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        for sock in list(self._connections):
+            _cut(sock)
+
+    def come_up(self, compact: bool = False) -> None:
+        """Listen again on the same port. `compact`: the restarted server kept no history,
+        so watches from any earlier resourceVersion get 410 (the client must relist)."""
+        if compact:
+            self.compact()
+        with self._cond:
+            self._down = False
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                self.start()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def compact(self, keep: int = 0) -> None:
+        """Forget all but the newest `keep` events (etcd compaction / a fresh watch cache)."""
+        with self._cond:
+            drop = max(0, len(self._history) - keep)
+            if drop:
+                self._compacted = self._history[drop - 1].rv
+                del self._history[:drop]
+            if not self._history:
+                self._compacted = self._rv
+            self._cond.notify_all()
+
+    def drop_watches(self, mid_event: bool = False) -> None:
+        """Cut every open watch stream; `mid_event`: after sending half of the next event."""
+        with self._cond:
+            self._drop_epoch += 1
+            self._drop_mid_event = mid_event
+            self._cond.notify_all()
+
+    def fail_next(self, count: int, status: int = 500, kinds: Iterable[str] | None = None) -> None:
+        """The next `count` requests (for `kinds`, default all) answer `status`."""
+        with self._cond:
+            self._failures.extend([(status, set(kinds) if kinds else None)] * count)
+
+    def expire_continue(self, count: int = 1) -> None:
+        """The next `count` requests that carry a continue token answer 410 Expired."""
+        with self._cond:
+            self._expire_continue += count
+
+    def hold_lists(self, kinds: Iterable[str]) -> None:
+        with self._cond:
+            self._held |= set(kinds)
+
+    def release_lists(self) -> None:
+        with self._cond:
+            self._held.clear()
+            self._cond.notify_all()
+
+    # --- data ---------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self._cond:
+            return self._rv
+
+    def put(self, obj: dict) -> int:
+        """Create or replace an object (its `kind` says which); returns its new resourceVersion."""
+        return self.put_many([obj])
+
+    def put_many(self, objs: Iterable[dict]) -> int:
+        encoded = []
+        for obj in objs:
+            kind = obj["kind"]
+            meta = obj.setdefault("metadata", {})
+            if KIND_INFO[kind][2]:
+                meta.setdefault("namespace", "default")
+            encoded.append((kind, _key(kind, obj), obj, _fields(kind, obj)))
+        with self._cond:
+            for kind, key, obj, fields in encoded:
+                self._rv += 1
+                meta = obj["metadata"]
+                old = self._objects[kind].get(key)
+                meta["resourceVersion"] = str(self._rv)
+                if old is None:
+                    meta.setdefault("uid", str(uuid.uuid4()))
+                    meta.setdefault("creationTimestamp", "2024-01-01T00:00:00Z")
+                data = json.dumps(obj, separators=(",", ":")).encode()
+                stored = _Stored(self._rv, data, fields)
+                self._objects[kind][key] = stored
+                if old is None:
+                    self._sorted[kind] = None
+                self._record(_Event(self._rv, kind, "ADDED" if old is None else "MODIFIED", key, data, fields, old))
+            self._cond.notify_all()
+            return self._rv
+
+    def load(self, objs: Iterable[dict]) -> int:
+        """Bulk-create objects with no history (as if they existed before the server started)."""
+        with self._cond:
+            for obj in objs:
+                kind = obj["kind"]
+                meta = obj.setdefault("metadata", {})
+                if KIND_INFO[kind][2]:
+                    meta.setdefault("namespace", "default")
+                self._rv += 1
+                meta["resourceVersion"] = str(self._rv)
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", "2024-01-01T00:00:00Z")
+                self._objects[kind][_key(kind, obj)] = _Stored(
+                    self._rv, json.dumps(obj, separators=(",", ":")).encode(), _fields(kind, obj)
+                )
+                self._sorted[kind] = None
+            self._history.clear()
+            self._compacted = self._rv
+            return self._rv
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> int | None:
+        """Delete an object; returns the deletion's resourceVersion, or None if absent."""
+        key = f"{namespace or 'default'}/{name}" if KIND_INFO[kind][2] else name
+        with self._cond:
+            old = self._objects[kind].pop(key, None)
+            if old is None:
+                return None
+            self._rv += 1
+            self._sorted[kind] = None
+            self._record(_Event(self._rv, kind, "DELETED", key, _with_rv(old.data, self._rv), old.fields, old))
+            self._cond.notify_all()
+            return self._rv
+
+    def objects(self, kind: str) -> list[dict]:
+        """Current objects of `kind`, in key order."""
+        with self._cond:
+            stored = self._objects[kind]
+            return [json.loads(stored[key].data) for key in sorted(stored)]
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        key = f"{namespace or 'default'}/{name}" if KIND_INFO[kind][2] else name
+        with self._cond:
+            stored = self._objects[kind].get(key)
+            return None if stored is None else json.loads(stored.data)
+
+    def _record(self, event: _Event) -> None:
+        self._history.append(event)
+        if len(self._history) > self.history_limit * 1.25:
+            drop = len(self._history) - self.history_limit
+            self._compacted = self._history[drop - 1].rv
+            del self._history[:drop]
+
+    # --- serving (called by the handler) -------------------------------------------------
+
+    def _take_failure(self, kind: str) -> int | None:
+        with self._cond:
+            for i, (status, kinds) in enumerate(self._failures):
+                if kinds is None or kind in kinds:
+                    del self._failures[i]
+                    return status
+        return None
+
+    def _events_since(self, rv: int) -> list[_Event]:
+        """History events with resourceVersion > rv (lock held; rv >= self._compacted)."""
+        if not self._history:
+            return []
+        start = rv + 1 - self._history[0].rv
+        return self._history[max(0, start):]
+
+    def _sorted_keys(self, kind: str) -> list[str]:
+        keys = self._sorted[kind]
+        if keys is None:
+            keys = self._sorted[kind] = sorted(self._objects[kind])
+        return keys
+
+    def list_page(self, kind: str, limit: int, token: str, selector: str) -> tuple[int, bytes]:
+        """(HTTP status, body) of one list request."""
+        try:
+            terms = _parse_selector(selector, kind)
+        except ValueError as error:
+            return 400, _status(400, "BadRequest", str(error))
+        api_version = KIND_INFO[kind][1]
+        with self._cond:
+            if token:
+                try:
+                    state = json.loads(base64.urlsafe_b64decode(token.encode()))
+                    list_rv, start_after = int(state["rv"]), str(state["start"])
+                except (ValueError, KeyError, TypeError):
+                    return 400, _status(400, "BadRequest", "invalid continue token")
+                if self._expire_continue > 0 or list_rv < self._compacted:
+                    self._expire_continue = max(0, self._expire_continue - 1)
+                    return 410, _status(410, "Expired", "The provided continue parameter is too old to display a "
+                                                        "consistent list result. You can start a new list without "
+                                                        "the continue parameter.")
+            else:
+                list_rv, start_after = self._rv, ""
+            changes = [e for e in self._events_since(list_rv) if e.kind == kind]
+            if not changes:
+                objects = self._objects[kind]
+                keys = self._sorted_keys(kind)
+            else:  # the snapshot at list_rv: undo the newer changes
+                objects = dict(self._objects[kind])
+                for event in reversed(changes):
+                    if event.old is None:
+                        objects.pop(event.key, None)
+                    else:
+                        objects[event.key] = event.old
+                keys = sorted(objects)
+            begin = bisect.bisect_right(keys, start_after) if start_after else 0
+            window = keys[begin:begin + limit] if limit > 0 else keys[begin:]
+            items = [objects[k].data for k in window if not terms or _matches(terms, objects[k].fields)]
+            more = limit > 0 and begin + limit < len(keys)
+        meta = {"resourceVersion": str(list_rv)}
+        if more:
+            meta["continue"] = base64.urlsafe_b64encode(
+                json.dumps({"rv": list_rv, "start": window[-1]}).encode()).decode()
+        head = json.dumps({"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta},
+                          separators=(",", ":")).encode()
+        return 200, head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+
+
+def _cut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _handler_class(fake: FakeKube):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            fake._connections.add(self.connection)
+
+        def finish(self) -> None:
+            fake._connections.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
+
+        def log_message(self, fmt: str, *args) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802
+            try:
+                self._get()
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+                self.close_connection = True
+
+        def _get(self) -> None:
+            if fake.delay:
+                time.sleep(fake.delay)
+            if fake._down:
+                _cut(self.connection)
+                self.close_connection = True
+                return
+            url = urlsplit(self.path)
+            params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+            if fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}":
+                return self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+            resource = RESOURCES.get(url.path)
+            if resource is None:
+                return self._send(404, _status(404, "NotFound", f"the server could not find {url.path}"))
+            kind = resource[0]
+            watching = params.get("watch") in ("true", "1")
+            fake.requests[(kind, "watch" if watching else ("continue" if params.get("continue") else "list"))] += 1
+            failure = fake._take_failure(kind)
+            if failure is not None:
+                reason = "TooManyRequests" if failure == 429 else "InternalError"
+                return self._send(failure, _status(failure, reason, "injected failure"))
+            if watching:
+                return self._watch(kind, params)
+            with fake._cond:
+                while kind in fake._held and not fake._down:
+                    fake._cond.wait(0.1)
+            try:
+                limit = int(params.get("limit") or 0)
+            except ValueError:
+                return self._send(400, _status(400, "BadRequest", "invalid limit"))
+            status, body = fake.list_page(kind, limit, params.get("continue", ""), params.get("fieldSelector", ""))
+            self._send(status, body)
+
+        def _chunk(self, payload: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+        def _watch(self, kind: str, params: dict) -> None:
+            _, api_version, _ = KIND_INFO[kind]
+            try:
+                terms = _parse_selector(params.get("fieldSelector", ""), kind)
+            except ValueError as error:
+                return self._send(400, _status(400, "BadRequest", str(error)))
+            bookmarks = params.get("allowWatchBookmarks") in ("true", "1")
+            timeout = float(params.get("timeoutSeconds") or 1800)
+            rv_param = params.get("resourceVersion", "")
+            fake.watch_rvs.append((kind, rv_param))
+            initial: list[bytes] = []
+            with fake._cond:
+                epoch = fake._drop_epoch
+                if rv_param in ("", "0"):
+                    cursor = fake._rv
+                    initial = [s.data for s in fake._objects[kind].values() if not terms or _matches(terms, s.fields)]
+                else:
+                    try:
+                        cursor = int(rv_param)
+                    except ValueError:
+                        return self._send(400, _status(400, "BadRequest", f"invalid resourceVersion {rv_param!r}"))
+                    gone = cursor < fake._compacted
+                    if gone and not fake.gone_as_event:
+                        return self._send(410, _status(410, "Expired", f"too old resource version: {cursor} "
+                                                                       f"({fake._compacted + 1})"))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            write = self.wfile.write
+            for data in initial:
+                write(self._chunk(b'{"type":"ADDED","object":' + data + b"}\n"))
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + fake.bookmark_interval
+            ended = False
+            while not ended:
+                now = time.monotonic()
+                with fake._cond:
+                    while True:
+                        if fake._down or fake._drop_epoch != epoch or cursor < fake._compacted:
+                            break
+                        if fake._history and fake._history[-1].rv > cursor:
+                            break
+                        now = time.monotonic()
+                        wake = min(deadline, next_bookmark if bookmarks else deadline)
+                        if now >= wake:
+                            break
+                        fake._cond.wait(wake - now)
+                    if fake._down:
+                        _cut(self.connection)
+                        self.close_connection = True
+                        return
+                    if fake._drop_epoch != epoch:
+                        mid = fake._drop_mid_event
+                        break_stream = True
+                    else:
+                        break_stream = False
+                    if cursor < fake._compacted:
+                        status = _status(410, "Expired", f"too old resource version: {cursor} ({fake._compacted + 1})")
+                        write(self._chunk(b'{"type":"ERROR","object":' + status + b"}\n") + b"0\r\n\r\n")
+                        return
+                    events = fake._events_since(cursor)[:2000]
+                if break_stream:
+                    if mid:
+                        line = b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":' \
+                               b'{"resourceVersion":"%d"}}}\n' % (kind.encode(), api_version.encode(), cursor)
+                        write(b"%x\r\n" % len(line) + line[: len(line) // 2])
+                    _cut(self.connection)
+                    self.close_connection = True
+                    return
+                out = []
+                for event in events:
+                    if event.kind != kind:
+                        continue
+                    if terms:
+                        was = event.old is not None and _matches(terms, event.old.fields)
+                        now_in = event.type != "DELETED" and _matches(terms, event.fields)
+                        if not was and not now_in:
+                            continue
+                        etype = event.type if was == now_in else ("ADDED" if now_in else "DELETED")
+                    else:
+                        etype = event.type
+                    out.append(self._chunk(b'{"type":"%s","object":%s}\n' % (etype.encode(), event.data)))
+                if events:
+                    cursor = events[-1].rv
+                now = time.monotonic()
+                ended = now >= deadline
+                if bookmarks and (now >= next_bookmark or ended):
+                    line = b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":' \
+                           b'{"resourceVersion":"%d"}}}\n' % (kind.encode(), api_version.encode(), cursor)
+                    out.append(self._chunk(line))
+                    next_bookmark = now + fake.bookmark_interval
+                if out:
+                    write(b"".join(out))
+            write(b"0\r\n\r\n")
+
+    return Handler
+
+
+# --- object builders (wire-shaped dicts, as the API server returns them) -------------------
+
+_counter = itertools.count()
+
+
+def node_object(name: str, cpu: str = "8", memory: str = "32Gi", pods: int = 110, gpu: int = 0,
+                zone: str | None = None, labels: dict | None = None, taints: list | None = None,
+                unschedulable: bool = False) -> dict:
+    allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi"}
+    if gpu:
+        allocatable["nvidia.com/gpu"] = str(gpu)
+    all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
+    if zone:
+        all_labels["topology.kubernetes.io/zone"] = zone
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": spec,
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable),
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod_object(namespace: str, name: str, node: str | None = None, cpu: str = "100m", memory: str = "128Mi",
+               gpu: int = 0, phase: str = "Running", labels: dict | None = None, owner: dict | None = None,
+               unschedulable_since: str | None = None) -> dict:
+    requests = {"cpu": cpu, "memory": memory}
+    if gpu:
+        requests["nvidia.com/gpu"] = str(gpu)
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner.get("kind", "ReplicaSet"),
+                                    "name": owner["name"], "uid": owner["uid"], "controller": True}]
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.example/app:1",
+                                            "resources": {"requests": requests}}]}
+    status: dict[str, Any] = {"phase": phase}
+    if node:
+        spec["nodeName"] = node
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    elif unschedulable_since:
+        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                 "lastTransitionTime": unschedulable_since}]
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
+
+
+def quota_object(namespace: str, name: str, hard: dict, used: dict | None = None) -> dict:
+    return {"kind": "ResourceQuota", "apiVersion": "v1", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"hard": dict(hard)}, "status": {"hard": dict(hard), "used": dict(used or {})}}
+
+
+def _template(labels: dict, cpu: str) -> dict:
+    return {"metadata": {"labels": dict(labels)},
+            "spec": {"containers": [{"name": "main", "image": "registry.example/app:1",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def deployment_object(namespace: str, name: str, uid: str, labels: dict, cpu: str = "100m") -> dict:
+    return {"kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)}, "template": _template(labels, cpu)}}
+
+
+def replicaset_object(namespace: str, name: str, uid: str, deployment: dict, template_hash: str = "abc123",
+                      cpu: str | None = None) -> dict:
+    labels = dict(deployment["spec"]["selector"]["matchLabels"])
+    template = json.loads(json.dumps(deployment["spec"]["template"]))
+    if cpu is not None:
+        template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    template["metadata"]["labels"]["pod-template-hash"] = template_hash
+    return {"kind": "ReplicaSet", "apiVersion": "apps/v1",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid,
+                         "labels": {**labels, "pod-template-hash": template_hash},
+                         "creationTimestamp": "2024-01-01T00:00:00Z",
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                              "name": deployment["metadata"]["name"],
+                                              "uid": deployment["metadata"]["uid"], "controller": True}]},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": template}}
+
+
+# --- the oracle: what a cache fed the fake's final objects looks like -------------------------
+
+FEED_ORDER = ("Node", "Pod", "ResourceQuota", "ReplicaSet", "Deployment")
+
+
+def reference_cache(fake: FakeKube, skip_malformed: bool = True):
+    """A fresh ClusterCache fed the fake's current objects, kind by kind in key order (the
+    order a list returns them), pods filtered by the estimator's field selector."""
+    from estimator.cache import ClusterCache
+
+    cache = ClusterCache()
+    feed = {"Node": cache.upsert_node, "Pod": cache.upsert_pod, "ResourceQuota": cache.upsert_quota,
+            "ReplicaSet": cache.upsert_replicaset, "Deployment": cache.upsert_deployment}
+    for kind in FEED_ORDER:
+        for obj in fake.objects(kind):
+            if kind == "Pod" and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            try:
+                feed[kind](obj)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                if not skip_malformed:
+                    raise
+    return cache
+
+
+def state_view(snapshot, now: float = 2_000_000_000.0) -> dict:
+    """Everything an estimate can observe in a snapshot, free of history-dependent numbering
+    (resource column order, class ids): node order, per-node amounts by resource name, each
+    node's class and hostname, quotas, workload records and GetUnschedulableReplicas answers."""
+    from estimator.model import WorkloadRef
+
+    names = snapshot.resource_names
+    nodes = []
+    for i, name in enumerate(snapshot.node_names):
+        allocatable = {r: int(v) for r, v in zip(names, snapshot.allocatable[i]) if v}
+        available = {r: int(v) for r, v in zip(names, snapshot.available[i]) if v}
+        node_class = snapshot.classes[int(snapshot.node_class[i])]
+        hostname = snapshot.hostnames[i] if snapshot.hostnames else None
+        nodes.append((name, allocatable, available, node_class, hostname))
+    workloads = snapshot.workloads
+    plain = lambda by_ns: {ns: dict(records) for ns, records in by_ns.items()}  # noqa: E731
+    answers = {}
+    for namespace, deployments in workloads.deployments.items():
+        for name in deployments:
+            ref = WorkloadRef("apps/v1", "Deployment", namespace, name, 0.0)
+            answers[(namespace, name)] = workloads.count_unschedulable(ref, now)
+    return {
+        "node_order": tuple(snapshot.node_names),
+        "nodes": nodes,
+        "quotas": {ns: tuple(records) for ns, records in snapshot.quotas.items()},
+        "deployments": plain(workloads.deployments),
+        "replicasets": plain(workloads.replicasets),
+        "unschedulable": plain(workloads.unschedulable),
+        "unschedulable_answers": answers,
+    }
