@@ -133,9 +133,9 @@ def test_best_is_at_least_first_fit_at_most_the_optimum_and_verified(case):
 def test_verify_agrees_with_the_naive_check_on_arbitrary_placements(case, data):
     available, requests, replicas, masks, _ = case
     n_comp, n_nodes = masks.shape
+    row = st.lists(st.integers(-1, 4), min_size=n_nodes, max_size=n_nodes)
     placement = np.array(
-        data.draw(st.lists(st.lists(st.integers(-1, 4), min_size=n_nodes, max_size=n_nodes), min_size=n_comp, max_size=n_comp)),
-        dtype=np.int64,
+        data.draw(st.lists(row, min_size=n_comp, max_size=n_comp)), dtype=np.int64
     ).reshape(n_comp, n_nodes)
     sets = data.draw(st.integers(0, 4))
     expected = naive.verify(available, requests, replicas, masks, sets, placement)

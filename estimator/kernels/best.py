@@ -4,28 +4,32 @@ Steps, cheapest first. Every candidate placement is checked by `witness._verify`
 it counts, so every answer comes with a witness, and none is above a proven bound.
 
 1. Karmada's first-fit on a copy: the baseline.
-2. Upper bounds, the answer being proven optimal as soon as it reaches one: `upper`; then
-   column totals alone (fit._quick_bound: per component, what its nodes hold / what it
-   needs per set; per column, jointly); then per-node fits (fit._set_bound: per component,
-   sum of its fits / replicas; per column, min(available, sum of fit x request) summed
-   over nodes / what a set needs). U is the smallest.
-3. Candidate orders (component order x node order), node orders built once per call by
-   a counting sort over the nodes where the component fits a replica:
-   - component orders: as given; reversed; most constrained first (fewest sets the
-     component could reach alone: sum of fits / replicas); fewest usable nodes first;
-   - node orders: least contended first (nodes that fewer of the components placed
-     after this one can use), then largest fit first, which keeps a component on few
-     nodes and leaves whole nodes to the others; or least contended then smallest fit
-     first (best-fit); or smallest fit first alone.
-   On random small clusters the first candidate alone reaches the optimum in ~97% of the
-   cases where first-fit does not; the others cover most of the rest.
-4. Set-by-set first-fit in the given component order with least-contended, largest-fit
-   node orders: one pass, gives a count directly.
-5. Packing exactly k sets in bulk, for k = U first (the bounds are usually tight), then
-   bisection over what is left, a bounded number of probes: each component in turn
-   places all of its k x replicas greedily over its node order (the first-fit kernel with
-   replicas scaled by k and one set). Sets are interchangeable, so any aggregated
-   placement with those totals is a witness for k sets.
+2. Upper bounds; the baseline is proven optimal as soon as it reaches one: `upper`; column
+   totals alone (fit._quick_bound, additions only: per component and column, what its
+   nodes hold / what it needs per set; per column, jointly over the nodes any requesting
+   component may use); per-node fits (fit._set_bound: per component, sum of its fits /
+   replicas; per column, sum over nodes of min(available, sum of fit x request) / what a
+   set needs; replica slots per node / replicas per set). U is the smallest.
+3. Candidate orders, built once per call by counting sorts over the nodes where each
+   component fits a replica:
+   - component orders: as given; reversed; most constrained first (fewest sets it could
+     reach alone, sum of fits / replicas); fewest usable nodes first;
+   - node orders: least contended first (nodes fewer of the components placed after this
+     one can use), then largest fit first (keeps a component on few nodes and leaves
+     whole nodes to the others); or smallest fit first (best-fit).
+4. Set-by-set first-fit, components as given, nodes least contended then largest fit: one
+   pass that gives a count directly (the best lower bound on large, irregular clusters).
+5. Packing exactly k sets in bulk: each component in turn places all of its k x replicas
+   greedily over its node order (the first-fit kernel with replicas scaled by k and one
+   set). Sets are interchangeable, so any aggregated placement with those totals is a
+   witness for k sets. First k = U with up to three candidates (the bounds are usually
+   tight), then a few bisection probes between the best witness and U with the first.
+
+Measured against the exhaustive optimum (tests/naive.py) on 15,000 random clusters of up
+to 6 nodes, 3 components and 4 columns: first-fit is below the optimum on 2.7% of them,
+best mode on 0.05% (tight multi-resource knapsacks). At 10k nodes, 2 components (a
+cpu-only master and gpu workers): ~0.3 ms when first-fit meets a bound, under 1 ms when
+it does not; random irregular clusters with 3 components take a few ms at worst.
 
 All packing runs on copies; `available` is never written.
 """
@@ -44,17 +48,14 @@ INT64_MAX = np.iinfo(np.int64).max
 
 # Node orders (see the module docstring).
 LEAST_CONTENDED_WORST_FIT = 0
-LEAST_CONTENDED_BEST_FIT = 1
-BEST_FIT = 2
+BEST_FIT = 1
 # Component orders.
 GIVEN, REVERSED, SCARCE, FEWEST_NODES = "given", "reversed", "scarce", "fewest nodes"
-# Candidates for "exactly k sets", best first, and for the one set-by-set pass.
+# Candidates for "exactly k sets", most successful first, and for the set-by-set pass.
 BULK_CANDIDATES = (
     (SCARCE, LEAST_CONTENDED_WORST_FIT),
     (REVERSED, BEST_FIT),
     (FEWEST_NODES, LEAST_CONTENDED_WORST_FIT),
-    (REVERSED, LEAST_CONTENDED_WORST_FIT),
-    (SCARCE, LEAST_CONTENDED_BEST_FIT),
 )
 SET_BY_SET_CANDIDATE = (GIVEN, LEAST_CONTENDED_WORST_FIT)
 
@@ -62,12 +63,10 @@ SET_BY_SET_CANDIDATE = (GIVEN, LEAST_CONTENDED_WORST_FIT)
 # order is a heuristic only).
 _FIT_BUCKETS = 1024
 _CONTENTION_LEVELS = 8
-# How many candidates the probe at k = U tries, how many probes follow, and how many
-# candidates each of those tries (the first candidates reach the optimum far more often
-# than the rest): this bounds the worst case to a few ms at 10k nodes.
-_BOUND_CANDIDATES = 3
+# Probes after k = U, and how many candidates each tries: bounds the worst case.
 _MAX_PROBES = 6
 _BISECTION_CANDIDATES = 1
+
 
 @kernel
 def _node_orders(
@@ -76,12 +75,12 @@ def _node_orders(
     """node_order[c, :lengths[c]]: the nodes where c fits a replica, arranged by `kind`.
 
     A stable counting sort on key = contention * buckets + fit bucket, where contention is
-    how many components after c in `order` fit on the node (LEAST_CONTENDED kinds) and
-    the fit bucket is min(fit, buckets - 1), reversed for largest-fit-first.
+    how many components after c in `order` fit on the node (LEAST_CONTENDED_WORST_FIT
+    only) and the fit bucket is min(fit, buckets - 1), reversed for largest fit first.
     """
     n_comp = order.shape[0]
     n_nodes = fits.shape[1]
-    by_contention = kind != BEST_FIT
+    by_contention = kind == LEAST_CONTENDED_WORST_FIT
     largest_first = kind == LEAST_CONTENDED_WORST_FIT
     contention = np.zeros(n_nodes, np.int64)  # components after the current one that fit there
     keys = np.empty(n_nodes, np.int64)
@@ -158,7 +157,8 @@ class _Search:
 
     def _set_by_set(self, name: str, kind: int) -> None:
         order, node_order, lengths = self._candidate(name, kind)
-        got = pack(self.available.copy(), self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
+        available = self.available.copy()
+        got = pack(available, self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
         self._offer(got.sets, got.placement)
 
     def _exactly(self, k: int, candidates) -> bool:
@@ -175,7 +175,7 @@ class _Search:
 
     def run(self) -> Packing:
         self._set_by_set(*SET_BY_SET_CANDIDATE)
-        if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES[:_BOUND_CANDIDATES]):
+        if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES):
             return self.best
         low, high = self.best.sets, self.bound - 1  # low has a witness; high is the next hope
         for _ in range(_MAX_PROBES):

@@ -267,6 +267,7 @@ def _fill_mover(
 
 @kernel
 def _unplace(
+    replicas: np.ndarray,
     order: np.ndarray,
     node_order: np.ndarray,
     lengths: np.ndarray,
@@ -280,6 +281,8 @@ def _unplace(
     ordered = node_order.shape[0] > 0
     for i in range(last + 1):
         c = order[i]
+        if replicas[c] == 0:
+            continue  # placed nothing; its start_at is stale
         end = min(pointer[c], (lengths[c] if ordered else placement.shape[1]) - 1)
         for p in range(start_at[c], end + 1):
             n = node_order[c, p] if ordered else p
@@ -350,7 +353,7 @@ def _first_fit(
             pointer[c] = p
             if remaining > 0:
                 # The partial set's consumption stays in `available`, as in Go.
-                _unplace(order, node_order, lengths, i, start_at, start_held, pointer, placement)
+                _unplace(replicas, order, node_order, lengths, i, start_at, start_held, pointer, placement)
                 return sets
             if used > 1:
                 single[c] = -2
