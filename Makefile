@@ -28,3 +28,19 @@ proto: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis
+
+# Benchmarks (issue 5): `make bench` regenerates benchmarks/RESULTS.md, results/latest.json and the
+# plots (about 15 minutes); `make bench-quick` is a smoke run (< 60 s, asserts no timings) that
+# writes to benchmarks/results/quick/ only.
+.PHONY: bench bench-quick
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	BENCH_COMMAND="make bench" $(PY) -m benchmarks.run
+
+bench-quick: $(BENCH_STAMP)
+	BENCH_COMMAND="make bench-quick" $(PY) -m benchmarks.run --quick

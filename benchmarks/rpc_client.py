@@ -1,0 +1,117 @@
+"""The separate client process of the RPC measurements.
+
+Reads a plan (JSON on stdin) and prints results (JSON on stdout):
+
+    {"address": "127.0.0.1:10352",
+     "runs": [{"key": "...", "request_hex": "...", "concurrency": 4, "seconds": 2.0,
+               "max_calls": 20000, "warmup_calls": 20}, ...]}
+
+A `floor` entry runs the standard health Check the same way: the gRPC round trip with no
+estimator work, so RPC latency minus floor is what the estimator itself adds.
+
+Requests travel pre-serialised (MaxAvailableComponentSetsRequest bytes, made once by the
+harness with scheduler_client.wire) with the `object` metadata the karmada-scheduler
+sends, so the client spends its time on the call, not on protobuf. One caller uses the
+blocking stub (lowest client overhead); several callers are that many threads, each
+with a blocking stub on one shared channel, as Karmada's scheduler fans out. Latency is
+per call, from just before the call to its answer; throughput is completed calls / wall
+time over the measured window.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+import grpc
+
+from estimator.pb import estimator_pb2, service_pb2
+
+SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
+METHOD = f"/{SERVICE}/MaxAvailableComponentSets"
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+METADATA = (("object", "kind=PyTorchJob, name=ml-team/bench"),)
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, int(round(q / 100 * (len(sorted_values) - 1)))))
+    return sorted_values[index]
+
+
+def _run(channel: grpc.Channel, run: dict) -> dict:
+    request = bytes.fromhex(run["request_hex"])
+    method = run.get("method", METHOD)
+    call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    concurrency = int(run["concurrency"])
+    for _ in range(int(run.get("warmup_calls", 20))):
+        answer = call(request, metadata=METADATA, timeout=30)
+    reply = None
+    if method == METHOD:
+        reply = estimator_pb2.MaxAvailableComponentSetsResponse.FromString(answer)
+    per_thread = max(1, int(run.get("max_calls", 10**9)) // concurrency)
+    latencies: list[list[float]] = [[] for _ in range(concurrency)]
+    errors = [0] * concurrency
+    start_gate = threading.Barrier(concurrency + 1)
+    stop_at = [0.0]
+
+    def caller(i: int) -> None:
+        mine = latencies[i]
+        start_gate.wait()
+        clock = time.perf_counter
+        while len(mine) < per_thread:
+            t0 = clock()
+            if t0 >= stop_at[0]:
+                break
+            try:
+                call(request, metadata=METADATA, timeout=30)
+            except grpc.RpcError:
+                errors[i] += 1
+                continue
+            mine.append(clock() - t0)
+
+    threads = [threading.Thread(target=caller, args=(i,), daemon=True) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    began = time.perf_counter()
+    stop_at[0] = began + float(run["seconds"])
+    start_gate.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    flat = sorted(x for xs in latencies for x in xs)
+    return {
+        "key": run.get("key", ""),
+        "concurrency": concurrency,
+        "calls": len(flat),
+        "errors": sum(errors),
+        "seconds": elapsed,
+        "rps": len(flat) / elapsed if elapsed > 0 else 0.0,
+        "p50_ms": _percentile(flat, 50) * 1e3,
+        "p90_ms": _percentile(flat, 90) * 1e3,
+        "p99_ms": _percentile(flat, 99) * 1e3,
+        "mean_ms": (sum(flat) / len(flat) * 1e3) if flat else float("nan"),
+        "max_sets": reply.maxSets if reply is not None else None,
+    }
+
+
+def main() -> int:
+    plan = json.load(sys.stdin)
+    results = []
+    with grpc.insecure_channel(plan["address"]) as channel:
+        grpc.channel_ready_future(channel).result(timeout=30)
+        for run in plan["runs"]:
+            results.append(_run(channel, run))
+        floor = None
+        if plan.get("floor"):
+            # The transport alone: the standard health Check, answered without estimator work.
+            floor = _run(channel, {**plan["floor"], "key": "floor", "concurrency": 1, "method": HEALTH_CHECK})
+    json.dump({"results": results, "floor": floor}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
