@@ -94,6 +94,10 @@ def component_blockers(snapshot: ClusterSnapshot, components: Sequence[Component
     union = np.zeros(snapshot.num_nodes, dtype=bool)
     for c in components:
         union |= snapshot.node_mask(c.shape.claim)
+    pods = sum(c.replicas for c in components)
+    if int(snapshot.available[union, 0].sum()) < pods:
+        reasons.append(f"one set is {pods} pods; the nodes its components may use have "
+                       f"{int(snapshot.available[union, 0].sum())} free pod slots in total")
     for name, need in sorted(set_demand(components).items()):
         total = int(_free(snapshot, union, name).sum())
         if total < need:
