@@ -85,7 +85,7 @@ def parse_args(argv):
         "kernel_seconds": 0.15 if quick else 1.0,
         "naive_cap": 1.0 if quick else 15.0,
         "python_cap": 0.5 if quick else 10.0,
-        "rpc_seconds": 0.25 if quick else 1.5,
+        "rpc_seconds": 0.1 if quick else 1.5,
         "out": RESULTS / "quick" if quick else RESULTS,
     }
     for key, value in defaults.items():
