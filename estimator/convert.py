@@ -9,6 +9,12 @@ Normalisation follows Karmada's Go estimator (see semantics.md, "Parity details"
 request entries that are not positive, `pods`, and names a node-fit check does not count
 are dropped; zero affinity terms mean no constraint. Unlike Go, which silently lets a
 malformed affinity term match nothing, we reject malformed input outright (wire contract).
+
+Limits (`LIMITS`): counts of components, assumed workloads, requests, selector entries,
+affinity terms, expressions, values and tolerations are bounded far above any real job,
+so one request cannot hold a worker for seconds; a count over its limit is refused before
+any item is converted, naming the field. `lenient_decoder` lets a request body that does
+not decode reach the servicer, which answers INVALID_ARGUMENT (gRPC itself says INTERNAL).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 from estimator.resources import MAX_INT32, MAX_INT64, PODS, QuantityError, is_counted, quantity_to_int
 
-__all__ = ["component_sets_query", "replicas_query", "workload_ref"]
+__all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "replicas_query",
+           "workload_ref"]
 
 _NANOSECONDS_PER_SECOND = 1e9
 _TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
@@ -35,6 +42,57 @@ _OPERATOR_NAMES = ", ".join(model.NODE_SELECTOR_OPERATORS)
 _EFFECT_NAMES = ", ".join(model.TAINT_EFFECTS)
 _FIELD_SELECTOR_KEY = "metadata.name"  # the only node field Kubernetes selects on
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.ParseInt(v, 10, 64) accepts
+
+# Most entries one repeated field or map may carry. Real jobs use a handful of each; the
+# bounds keep the worst accepted request to tens of milliseconds of conversion and packing.
+LIMITS = {
+    "components": 1024,  # per request, and per assumed workload
+    "assumedWorkloads": 1024,
+    "assumedComponents": 4096,  # over all assumed workloads of a request
+    "resourceRequestBytes": 128,
+    "nodeSelector": 256,
+    "nodeSelectorTerms": 128,
+    "matchExpressions": 256,  # per term (matchFields too)
+    "values": 4096,  # per requirement
+    "tolerationsBytes": 256,
+}
+
+
+def _limit(count: int, kind: str, path: str) -> None:
+    if count > LIMITS[kind]:
+        raise InvalidRequest(path, f"has {count} entries, more than the {LIMITS[kind]} this estimator accepts")
+
+
+# ---------------------------------------------------------------------------------------
+# Request bodies
+
+
+class Undecodable:
+    """A request body that is not a valid encoding of its message type."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+
+def lenient_decoder(message_type: type[Message]):
+    """gRPC request deserializer that never raises: bad bytes become an Undecodable, so the
+    servicer can answer INVALID_ARGUMENT instead of gRPC's INTERNAL."""
+    type_name = message_type.DESCRIPTOR.full_name
+
+    def decode(data: bytes):
+        try:
+            return message_type.FromString(data)
+        except Exception:  # noqa: BLE001 - DecodeError, or anything else the runtime raises on bad bytes
+            return Undecodable(type_name)
+
+    return decode
+
+
+def check_decoded(request) -> None:
+    if isinstance(request, Undecodable):
+        raise InvalidRequest("request", f"is not a valid encoding of {request.type_name}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -78,6 +136,8 @@ def workload_ref(req: pb.UnschedulableReplicasRequest) -> model.WorkloadRef:
 
 
 def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload]) -> tuple[model.AssumedWorkload, ...]:
+    _limit(len(workloads), "assumedWorkloads", "assumedWorkloads")
+    _limit(sum(len(workload.components) for workload in workloads), "assumedComponents", "assumedWorkloads")
     return tuple(
         model.AssumedWorkload(
             namespace=workload.namespace,
@@ -88,6 +148,7 @@ def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload]) -> tuple[model.A
 
 
 def _components(components: Sequence[pb.Component], path: str, namespace: str) -> tuple[model.Component, ...]:
+    _limit(len(components), "components", path)
     converted = []
     for i, component in enumerate(components):
         at = f"{path}[{i}]"
@@ -123,6 +184,7 @@ def _shape(
 def _requests(encoded: Mapping[str, bytes], path: str) -> tuple[tuple[str, int], ...]:
     """Counted, positive requests sorted by name. Every entry is validated, even dropped ones,
     as Go fails the whole request when any quantity does not unmarshal."""
+    _limit(len(encoded), "resourceRequestBytes", path)
     requests = []
     for name in sorted(encoded):
         amount = _quantity(name, encoded[name], f"{path}[{json.dumps(name, ensure_ascii=False)}]")
@@ -149,6 +211,8 @@ def _quantity(name: str, encoded: bytes, path: str) -> int:
 
 
 def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
+    _limit(len(claim.nodeSelector), "nodeSelector", f"{path}.nodeSelector")
+    _limit(len(claim.tolerationsBytes), "tolerationsBytes", f"{path}.tolerationsBytes")
     return model.NodeClaim(
         node_selector=tuple(sorted(claim.nodeSelector.items())),
         affinity_terms=_affinity_terms(claim.nodeAffinityBytes, f"{path}.nodeAffinityBytes"),
@@ -165,6 +229,7 @@ def _affinity_terms(encoded: bytes, path: str) -> tuple[model.NodeSelectorTerm, 
     selector = _decode(core.NodeSelector, encoded, path)
     if not selector.nodeSelectorTerms:
         return None
+    _limit(len(selector.nodeSelectorTerms), "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
     return tuple(
         _term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms)
     )
@@ -172,6 +237,8 @@ def _affinity_terms(encoded: bytes, path: str) -> tuple[model.NodeSelectorTerm, 
 
 def _term(term: core.NodeSelectorTerm, path: str) -> model.NodeSelectorTerm:
     # A term with neither list is kept: it matches no node, as in Kubernetes.
+    _limit(len(term.matchExpressions), "matchExpressions", f"{path}.matchExpressions")
+    _limit(len(term.matchFields), "matchExpressions", f"{path}.matchFields")
     return model.NodeSelectorTerm(
         match_expressions=tuple(
             _label_requirement(r, f"{path}.matchExpressions[{i}]") for i, r in enumerate(term.matchExpressions)
@@ -210,6 +277,7 @@ def _field_requirement(requirement: core.NodeSelectorRequirement, path: str) -> 
 
 
 def _requirement_parts(requirement: core.NodeSelectorRequirement, path: str) -> tuple[str, str, tuple[str, ...]]:
+    _limit(len(requirement.values), "values", f"{path}.values")
     return (
         _text(requirement.key, f"{path}.key"),
         _text(requirement.operator, f"{path}.operator"),

@@ -22,8 +22,8 @@ from estimator import kernels
 from estimator.estimate import Estimator
 from estimator.httpendpoints import HttpEndpoint, parse_bind_address
 from estimator.metrics import EstimatorMetrics
-from estimator.pb import service_pb2, service_pb2_grpc
-from estimator.servicer import EstimatorServicer
+from estimator.pb import service_pb2
+from estimator.servicer import EstimatorServicer, add_to_server
 from estimator.state import ClusterState
 
 log = logging.getLogger("estimator.server")
@@ -116,7 +116,7 @@ class EstimatorServer:
             maximum_concurrent_rpcs=self.config.max_concurrent_requests or None,
         )
         servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics)
-        service_pb2_grpc.add_EstimatorServicer_to_server(servicer, server)
+        add_to_server(servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),

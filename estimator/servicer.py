@@ -16,12 +16,13 @@ from estimator.estimate import Estimator
 from estimator.framework import FrameworkResult
 from estimator.logsetup import REQUEST_LOGGER
 from estimator.pb import estimator_pb2 as pb
-from estimator.pb import service_pb2_grpc
+from estimator.pb import service_pb2, service_pb2_grpc
 
 log = logging.getLogger(REQUEST_LOGGER)
 
 # gRPC metadata the karmada-scheduler sends, e.g. "kind=PyTorchJob, name=ml-team/train-big".
 OBJECT_METADATA_KEY = "object"
+SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"]
 
 _STATUS = {
     InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
@@ -42,6 +43,22 @@ def _reasons(outcome: FrameworkResult | None) -> str:
     if outcome is None:
         return "no nodes"
     return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "") for name, r in outcome.results.items())
+
+
+def add_to_server(servicer: "EstimatorServicer", server: grpc.Server) -> None:
+    """As the generated add_EstimatorServicer_to_server, with lenient request decoding: a body
+    that does not decode reaches the servicer and gets INVALID_ARGUMENT, not gRPC's INTERNAL."""
+    handlers = {}
+    for method in SERVICE.methods:
+        request_type = getattr(pb, method.input_type.name)
+        response_type = getattr(pb, method.output_type.name)
+        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+            getattr(servicer, method.name),
+            request_deserializer=convert.lenient_decoder(request_type),
+            response_serializer=response_type.SerializeToString,
+        )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
+    server.add_registered_method_handlers(SERVICE.full_name, handlers)
 
 
 class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
@@ -68,6 +85,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
     def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
         try:
+            convert.check_decoded(request)
             self._check_cluster(request.cluster)
             value, outcome = self.estimator.max_available_replicas(convert.replicas_query(request))
         except Exception as error:  # noqa: BLE001 - every failure becomes a status, never a crash
@@ -83,6 +101,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
         try:
+            convert.check_decoded(request)
             self._check_cluster(request.cluster)
             estimate = self.estimator.max_available_component_sets(convert.component_sets_query(request))
         except Exception as error:  # noqa: BLE001
@@ -98,6 +117,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
         try:
+            convert.check_decoded(request)
             self._check_cluster(request.cluster)
             count = self.estimator.unschedulable_replicas(convert.workload_ref(request))
         except Exception as error:  # noqa: BLE001
