@@ -29,6 +29,7 @@ DEMO = REPO / "deploy" / "demo"
 MEMBERS = ("member-a", "member-b", "member-c")
 JOBS = ("train-small", "train-big")
 MODES = ("best", "first-fit")
+GPU = "nvidia.com/gpu"
 CLUSTERS = DEMO / "clusters.yaml"
 GOOD_POLICY = DEMO / "policies" / "one-member.yaml"
 BAD_POLICY = DEMO / "policies" / "copy-everywhere.yaml"
@@ -84,8 +85,25 @@ def packing_table(endpoints_by_mode: dict[str, dict[str, accurate.Endpoint]], sc
             answers = accurate.ask_all(list(endpoints_by_mode[mode].values()), query, query_job.object_key)
             rows.append((job, mode, *(_cell(answers[m].value) for m in MEMBERS)))
     print("\n".join(columns(rows, "    ")))
-    print("    train-big needs 2 workers x 3 GPUs: member-b has 6 GPUs in total but only 2 per node, so no node\n"
-          "    can hold a worker; member-c has 8 GPUs on one node and fits the whole job.")
+    print(gpu_story(scenario, "train-big"))
+
+
+def gpu_story(scenario: Scenario, job_name: str) -> str:
+    """Why the per-node view matters for this job, from the job and the member snapshots."""
+    job = scenario.jobs[job_name]
+    component = max(job.components, key=lambda c: c.shape.request(GPU))
+    need, count = component.shape.request(GPU), component.replicas
+    facts = []
+    for member in scenario.members:
+        total = member.summary.allocatable.get(GPU, 0) if member.summary else 0
+        column = member.snapshot.column(GPU)
+        per_node = int(member.snapshot.allocatable[:, column].max()) if column is not None else 0
+        if total >= need * count and per_node < need:
+            facts.append(f"{member.name} has {total} GPUs in total but at most {per_node} per node, so no node can "
+                         f"hold a {component.name}")
+        elif per_node >= need * count:
+            facts.append(f"{member.name} has {per_node} GPUs on one node and fits the whole job")
+    return f"    {job_name} needs {count} {component.name}s x {need} GPUs: " + ";\n    ".join(facts) + "."
 
 
 def general_only(scenario: Scenario) -> None:

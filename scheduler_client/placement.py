@@ -119,7 +119,7 @@ def _headline(row: _Row, verdict: str, strategy: str) -> str:
         return f"fits {row.sets} set(s) (minimum of {values}) but another member comes first"
     if verdict == TOO_SMALL:
         decider = row.deciding[0]
-        return f"0 sets according to the {decider} estimator ({row.estimates[decider].reason})"
+        return f"0 sets according to the {decider} estimator: {row.estimates[decider].reason}"
     return "no estimator gave an authentic answer, so the member cannot be chosen"
 
 
@@ -131,7 +131,7 @@ def _reasons(row: _Row, verdict: str, term: str, strategy: str) -> tuple[str, ..
     general = row.estimates[GENERAL].value
     if row.blockers and (verdict == TOO_SMALL or (general is not None and general >= 1)):
         lines.extend(row.blockers)
-    for name in ESTIMATORS:
+    for name in (GENERAL, ACCURATE):  # blind resource models are summed up once, in the warnings
         estimate = row.estimates[name]
         if estimate.value == UNKNOWN:
             lines.append(f"{name} estimator: {estimate.reason}")

@@ -86,7 +86,7 @@ def to_table(result: PlacementResult) -> str:
     lines += columns(rows)
     lines.append(f"  ({UNKNOWN_MARK} = the estimator answered -1, unknown; {NOT_ASKED_MARK} = not asked)")
     lines.append("")
-    width = max(len(m.name) for m in result.members)
+    width = max((len(m.name) for m in result.members), default=0)
     for m in result.members:
         for i, reason in enumerate(m.reasons):
             lines.append(f"  {(m.name if i == 0 else '').ljust(width)}  {reason}")
