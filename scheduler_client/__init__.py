@@ -1,0 +1,23 @@
+"""The placement client: where Karmada would put a multi-component job, and why.
+
+Module map (pure logic unless marked as an edge; tests/test_client_layering.py checks it):
+
+    interpreters/   job manifest -> components (one module per job family)
+    policy.py       PropagationPolicy -> placement rules, with Karmada's defaults
+    clusters.py     Karmada Cluster objects -> summary, models, labels
+    clusterstatus.py  member objects -> resourceSummary, as the cluster status controller
+    resourcemodels.py Karmada's resource models: defaults, grading, model nodes
+    members.py      one view per member, saying where each number came from
+    general.py      the general estimator: resource summary and resource-model paths
+    accurate.py     EDGE: gRPC fan-out to scheduler-estimators under one deadline
+    merge.py        per member, the minimum over authentic answers
+    clusterfilter.py  the policy's filters: clusterAffinity, cluster taints, APIs
+    select.py       one member: Karmada's order or the tightest fit
+    explain.py      per-node reasons from a member snapshot
+    placement.py    the whole computation, with accurate answers through one seam
+    report.py       table and JSON
+    doctor.py       the scenario's silent failures, before they happen
+    sources.py      EDGE: reading input files; errors name file and field
+    cli.py          EDGE: karmada-place
+    wire.py, launch.py, demo.py   model -> protobuf; local estimator processes; make demo
+"""
