@@ -97,7 +97,8 @@ class EstimatorServer:
         self.metrics = EstimatorMetrics()
         self.estimator = Estimator(self._ready_snapshot, packing=config.packing)
         self.kernels_warm = False
-        self._ready = False
+        self._ready = False  # readiness: can estimate, and not draining
+        self._can_estimate = False  # state synced and kernels warm
         self._stopped = threading.Event()
         self._health = health.HealthServicer()
         self._grpc = self._build_grpc()
@@ -148,7 +149,9 @@ class EstimatorServer:
 
     # --- readiness ----------------------------------------------------------------
     def _ready_snapshot(self):
-        return self.state.snapshot() if self._ready else None
+        # Not `_ready`: that turns false when a drain starts, and calls already accepted
+        # must still be answered while they drain.
+        return self.state.snapshot() if self._can_estimate else None
 
     @property
     def ready(self) -> bool:
@@ -160,7 +163,8 @@ class EstimatorServer:
         self._health.set(SERVICE_NAME, status)
 
     def _refresh(self) -> None:
-        ready = self.kernels_warm and self.state.synced() and not self._stopped.is_set()
+        self._can_estimate = self.kernels_warm and self.state.synced()
+        ready = self._can_estimate and not self._stopped.is_set()
         if ready != self._ready:
             self._ready = ready
             self._set_health(ready)
@@ -223,7 +227,10 @@ class EstimatorServer:
         return False
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop taking new calls, let in-flight ones finish within the grace period."""
+        """Stop taking new calls, let in-flight ones finish within the grace period.
+
+        Readiness turns false first (health NOT_SERVING, /readyz 503), so the pod leaves its
+        Service; calls already accepted keep being answered from the cluster state."""
         grace = self.config.shutdown_grace_seconds if grace is None else grace
         self._stopped.set()
         self._ready = False

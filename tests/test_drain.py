@@ -1,0 +1,266 @@
+"""Overload and shutdown: --max-concurrent-requests, --max-request-bytes, SIGTERM drain.
+
+Estimates here are made slow on purpose by wrapping the real estimator in a sleep (the
+answer still comes from the real code), so calls can be caught in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from estimator.pb import estimator_pb2 as pb
+from scheduler_client.launch import free_port
+from servers import DEMO, quantity, start_server, stub
+
+GPU_REPLICAS = pb.MaxAvailableReplicasRequest(
+    cluster="member-a", replicaRequirements=pb.ReplicaRequirements(resourceRequestBytes={"nvidia.com/gpu": quantity("1")}))
+GPU_SETS = pb.MaxAvailableComponentSetsRequest(cluster="member-a", namespace="ml-team", components=[
+    pb.Component(name="worker", replicas=1, replicaRequirements=pb.ComponentReplicaRequirements(
+        resourceRequestBytes={"nvidia.com/gpu": quantity("1")}))])
+ANSWER = 2  # member-a: one node with two GPUs
+
+
+class Slowed:
+    """Wraps a server's MaxAvailableReplicas: each call announces itself, then waits for
+    `release` (or `seconds`), then returns the real answer."""
+
+    def __init__(self, server, seconds: float = 10.0):
+        self.inside = threading.Semaphore(0)
+        self.release = threading.Event()
+        self.seconds = seconds
+        real = server.estimator.max_available_replicas
+
+        def slow(query):
+            self.inside.release()
+            self.release.wait(self.seconds)
+            return real(query)
+
+        server.estimator.max_available_replicas = slow
+
+    def wait_inside(self, calls: int, timeout: float = 10.0) -> None:
+        for _ in range(calls):
+            assert self.inside.acquire(timeout=timeout), "a call never reached the estimator"
+
+
+def code_of(call) -> grpc.StatusCode:
+    try:
+        call()
+    except grpc.RpcError as error:
+        return error.code()
+    return grpc.StatusCode.OK
+
+
+# ---------------------------------------------------------------------------------------
+# Concurrency and size limits
+
+
+def test_calls_beyond_max_concurrent_requests_are_refused_at_once_not_queued():
+    server = start_server("member-a", max_concurrent_requests=2, parallelism=4)
+    slowed = Slowed(server)
+    client = stub(server)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            in_flight = [pool.submit(client.MaxAvailableReplicas, GPU_REPLICAS, timeout=20) for _ in range(2)]
+            slowed.wait_inside(2)
+            for _ in range(10):
+                started = time.monotonic()
+                with pytest.raises(grpc.RpcError) as refused:
+                    client.MaxAvailableComponentSets(GPU_SETS, timeout=5)
+                assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert time.monotonic() - started < 0.5, "the refusal waited: calls are queueing"
+            slowed.release.set()
+            assert [f.result().maxReplicas for f in in_flight] == [ANSWER, ANSWER]
+        assert client.MaxAvailableComponentSets(GPU_SETS, timeout=5).maxSets == ANSWER  # capacity is back
+    finally:
+        slowed.release.set()
+        server.stop(0)
+
+
+def test_a_burst_gets_exactly_the_limit_served_and_the_rest_refused():
+    server = start_server("member-a", max_concurrent_requests=3, parallelism=8)
+    slowed = Slowed(server, seconds=1.0)
+    client = stub(server)
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            started = time.monotonic()
+            codes = list(pool.map(lambda _: code_of(lambda: client.MaxAvailableReplicas(GPU_REPLICAS, timeout=20)),
+                                  range(12)))
+            elapsed = time.monotonic() - started
+        assert codes.count(grpc.StatusCode.OK) == 3
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 9
+        assert elapsed < 2.5, f"{elapsed:.1f}s: refused calls did not return at once"
+    finally:
+        slowed.release.set()
+        server.stop(0)
+
+
+def test_a_request_over_max_request_bytes_is_refused_and_the_server_keeps_serving():
+    server = start_server("member-a", max_request_bytes=2048)
+    client = stub(server)
+    try:
+        big = pb.MaxAvailableComponentSetsRequest()
+        big.CopyFrom(GPU_SETS)
+        big.components[0].name = "w" * 4096
+        with pytest.raises(grpc.RpcError) as refused:
+            client.MaxAvailableComponentSets(big, timeout=5)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert client.MaxAvailableComponentSets(GPU_SETS, timeout=5).maxSets == ANSWER
+    finally:
+        server.stop(0)
+
+
+# ---------------------------------------------------------------------------------------
+# Drain, in process
+
+
+def test_stop_lets_an_in_flight_call_finish_and_refuses_new_ones():
+    server = start_server("member-a")
+    slowed = Slowed(server)
+    client = stub(server)
+    with ThreadPoolExecutor(2) as pool:
+        in_flight = pool.submit(client.MaxAvailableReplicas, GPU_REPLICAS, timeout=20)
+        slowed.wait_inside(1)
+        started = time.monotonic()
+        stopping = pool.submit(server.stop, 10.0)
+        deadline = time.monotonic() + 5
+        while server.ready:  # stop() has begun
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert code_of(lambda: client.MaxAvailableComponentSets(GPU_SETS, timeout=2)) == grpc.StatusCode.UNAVAILABLE
+        assert not stopping.done(), "stop() returned while a call was in flight"
+        slowed.release.set()
+        assert in_flight.result().maxReplicas == ANSWER
+        stopping.result(timeout=10)
+        assert time.monotonic() - started < 5, "stop() waited for the whole grace period"
+
+
+# ---------------------------------------------------------------------------------------
+# Drain and limits, the real process
+
+BOOT = """
+import os, sys, time
+from estimator import estimate
+seconds, marker = float(os.environ["SLOW_SECONDS"]), os.environ["SLOW_MARKER"]
+real = estimate.Estimator.max_available_replicas
+def max_available_replicas(self, query):
+    with open(marker, "a") as f:
+        f.write("x")
+    time.sleep(seconds)
+    return real(self, query)
+estimate.Estimator.max_available_replicas = max_available_replicas
+from estimator.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+class SlowProcess:
+    def __init__(self, tmp_path: Path, slow_seconds: float, *flags: str):
+        self.port, self.probe_port = free_port(), free_port()
+        self.marker = tmp_path / "inside"
+        env = dict(os.environ, SLOW_SECONDS=str(slow_seconds), SLOW_MARKER=str(self.marker))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BOOT, "--cluster-name", "member-a", "--snapshot", str(DEMO / "member-a.yaml"),
+             "--server-port", str(self.port), "--server-bind-address", "127.0.0.1",
+             "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--metrics-bind-address", "0", *flags],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self.stub = __import__("estimator.pb.service_pb2_grpc", fromlist=["x"]).EstimatorStub(self.channel)
+        deadline = time.monotonic() + 120
+        while not self._serving():
+            assert self.process.poll() is None, self.process.communicate()[1]
+            assert time.monotonic() < deadline, "never became ready"
+            time.sleep(0.1)
+
+    def _serving(self) -> bool:
+        try:
+            reply = health_pb2_grpc.HealthStub(self.channel).Check(health_pb2.HealthCheckRequest(), timeout=0.5)
+        except grpc.RpcError:
+            return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    def wait_inside(self, calls: int = 1, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while not (self.marker.exists() and len(self.marker.read_text()) >= calls):
+            assert time.monotonic() < deadline, "the slow call never reached the estimator"
+            time.sleep(0.01)
+
+    def readyz(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=2) as reply:
+                return reply.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    def close(self) -> None:
+        self.channel.close()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def test_sigterm_drains_the_in_flight_call_refuses_new_ones_and_exits_0(tmp_path):
+    est = SlowProcess(tmp_path, 2.0, "--shutdown-grace-period", "8")
+    try:
+        assert est.readyz() == 200
+        with ThreadPoolExecutor(1) as pool:
+            in_flight = pool.submit(est.stub.MaxAvailableReplicas, GPU_REPLICAS, timeout=20)
+            est.wait_inside()
+            signalled = time.monotonic()
+            est.process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 1.5
+            while code_of(lambda: est.stub.MaxAvailableComponentSets(GPU_SETS, timeout=1)) == grpc.StatusCode.OK:
+                assert time.monotonic() < deadline, "new calls were still served after SIGTERM"
+                time.sleep(0.05)
+            assert est.readyz() == 503  # out of the Service while draining
+            assert in_flight.result().maxReplicas == ANSWER
+        assert est.process.wait(10) == 0
+        assert time.monotonic() - signalled < 8, "the drain took the whole grace period"
+    finally:
+        est.close()
+
+
+def test_a_call_longer_than_the_grace_period_is_cut_off_and_the_process_exits_0(tmp_path):
+    est = SlowProcess(tmp_path, 4.0, "--shutdown-grace-period", "1")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            in_flight = pool.submit(lambda: code_of(lambda: est.stub.MaxAvailableReplicas(GPU_REPLICAS, timeout=20)))
+            est.wait_inside()
+            signalled = time.monotonic()
+            est.process.send_signal(signal.SIGTERM)
+            assert in_flight.result() in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE)
+            assert time.monotonic() - signalled < 1 + 1.5, "the grace period was not enforced on the call"
+        # The worker thread cannot be interrupted: the process ends once its sleep is over.
+        assert est.process.wait(15) == 0
+    finally:
+        est.close()
+
+
+def test_the_process_refuses_calls_beyond_its_max_concurrent_requests(tmp_path):
+    est = SlowProcess(tmp_path, 1.5, "--max-concurrent-requests", "1")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            in_flight = pool.submit(est.stub.MaxAvailableReplicas, GPU_REPLICAS, timeout=20)
+            est.wait_inside()
+            assert code_of(lambda: est.stub.MaxAvailableComponentSets(GPU_SETS, timeout=2)) == \
+                grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert in_flight.result().maxReplicas == ANSWER
+        assert est.stub.MaxAvailableComponentSets(GPU_SETS, timeout=5).maxSets == ANSWER
+        est.process.send_signal(signal.SIGTERM)
+        assert est.process.wait(15) == 0
+    finally:
+        est.close()
