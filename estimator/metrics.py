@@ -6,6 +6,7 @@ import time
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 prometheus_client.disable_created_metrics()
 
@@ -77,5 +78,53 @@ class EstimatorMetrics:
         for plugin, seconds in durations.items():
             self.plugin_duration.labels(plugin, extension).observe(seconds)
 
+    def register_state(self, state) -> None:
+        """Export the list/watch counters of a state that keeps them (WatchClusterState.stats())."""
+        if callable(getattr(state, "stats", None)):
+            self.registry.register(WatchCollector(state))
+
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
+
+
+class WatchCollector:
+    """Per-kind list/watch counters, read from the state at scrape time (no locks on the
+    event path: the reflector threads only bump plain ints)."""
+
+    def __init__(self, state) -> None:
+        self._state = state
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        stats = self._state.stats()
+        families = {
+            "events": CounterMetricFamily(f"{SUBSYSTEM}_watch_events", "Watch events applied (bookmarks included).",
+                                          labels=["kind"]),
+            "bookmarks": CounterMetricFamily(f"{SUBSYSTEM}_watch_bookmarks", "Watch bookmarks received.",
+                                             labels=["kind"]),
+            "lists": CounterMetricFamily(f"{SUBSYSTEM}_watch_lists", "Complete (paginated) lists, initial sync "
+                                         "included.", labels=["kind"]),
+            "relists_gone": CounterMetricFamily(f"{SUBSYSTEM}_watch_relists_gone", "Relists forced by 410 Gone.",
+                                                labels=["kind"]),
+            "deleted_by_relist": CounterMetricFamily(f"{SUBSYSTEM}_watch_relist_deletions", "Objects a relist "
+                                                     "removed because the API server no longer had them.",
+                                                     labels=["kind"]),
+            "malformed": CounterMetricFamily(f"{SUBSYSTEM}_watch_malformed_objects", "Objects skipped as "
+                                             "malformed.", labels=["kind"]),
+        }
+        errors = CounterMetricFamily(f"{SUBSYSTEM}_watch_errors", "List/watch failures by reason.",
+                                     labels=["kind", "reason"])
+        synced = GaugeMetricFamily(f"{SUBSYSTEM}_watch_synced", "1 once the kind has been listed.", labels=["kind"])
+        contact = GaugeMetricFamily(f"{SUBSYSTEM}_watch_seconds_since_contact", "Seconds since the last list, "
+                                    "watch open, event or bookmark of the kind.", labels=["kind"])
+        for kind, kind_stats in stats.items():
+            for key, family in families.items():
+                family.add_metric([kind], kind_stats[key])
+            for reason, count in kind_stats["errors"].items():
+                errors.add_metric([kind, reason], count)
+            synced.add_metric([kind], 1 if kind_stats["synced"] else 0)
+            contact.add_metric([kind], kind_stats["seconds_since_contact"])
+        yield from families.values()
+        yield from (errors, synced, contact)

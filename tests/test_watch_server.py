@@ -174,3 +174,19 @@ def test_healthz_fails_when_the_watch_loop_dies(fake, tmp_path):
         assert "watch loop died" in body and "Node" in body
     finally:
         server.stop()
+
+
+def test_watch_counters_are_exported_once_the_state_is_registered(fake, tmp_path):
+    cluster(fake)
+    server = start(fake, tmp_path)
+    server.metrics.register_state(server.state)  # EstimatorServer wiring: see the report of issue 3
+    try:
+        assert server.wait_ready(180)
+        fake.put(pod_object("shop", "one-more", node="n2"))
+        assert wait_until(lambda: server.state.stats()["Pod"]["events"] >= 1)
+        _, page = get(server, "metrics", "/metrics")
+        assert 'karmada_scheduler_estimator_watch_lists_total{kind="Node"} 1.0' in page
+        assert 'karmada_scheduler_estimator_watch_synced{kind="Deployment"} 1.0' in page
+        assert re.search(r'karmada_scheduler_estimator_watch_events_total\{kind="Pod"\} [1-9]', page)
+    finally:
+        server.stop()
