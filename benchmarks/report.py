@@ -116,9 +116,11 @@ def targets(result: dict) -> list[dict]:
             add(f"kernel p50 ≤ 3 ms at 50k nodes ({mode})", f"p50 {_ms(r50['kernel_ms_p50'])} ms, "
                 f"p99 {_ms(r50['kernel_ms_p99'])} ms", r50["kernel_ms_p50"] <= 3.0, "issue 5", "kernel")
     size = _size(result, TARGET_NODES)
-    if size and size.get("servers"):
-        warm = min(s["warm"]["ready_s"] for m, s in size["servers"].items() if m != "cold")
-        add("start-to-ready ≤ 3 s with a warm numba cache (10k nodes)", _s(warm), warm <= 3.0, "issue 5", "ready")
+    if size and size.get("ready_warm"):
+        warm = size["ready_warm"]
+        add("start-to-ready ≤ 3 s with a warm numba cache (10k nodes)",
+            f"median {_s(warm['median_s'])} of {len(warm['samples_s'])} starts ({_s(warm['min_s'])} – "
+            f"{_s(warm['max_s'])})", warm["median_s"] <= 3.0, "issue 5", "ready")
     acc = result["accuracy"]
     over = acc["best"]["over_promises"] + acc["first-fit"]["over_promises"]
     add("0 over-promises on the random small members (both modes, witnesses re-checked)",
@@ -178,17 +180,28 @@ def _ready_explanation(result: dict) -> str:
         return ""
     warm = size["servers"].get("best", {}).get("warm", {})
     load = (result.get("profiles") or {}).get("load", {})
-    lines = [f"Ready {_s(warm.get('ready_s'))} at 10k nodes (warm cache) = process start to state loaded "
-             f"{_s(warm.get('start_to_loaded_s'))} (interpreter, imports, reading and parsing the "
-             f"{size['file_mb']:.0f} MB file, feeding {size['pods']:,} pods and {size['nodes']:,} nodes into the "
-             f"cache) + kernels {_s(warm.get('kernels_s'))} (loaded from the numba cache, after the load)."]
+    imports = result["environment"].get("server_imports_s")
+    median = (size.get("ready_warm") or {}).get("median_s")
+    lines = [f"**Start-to-ready at 10k nodes** (median {_s(median)}). One warm start of the default (best) server: "
+             f"ready {_s(warm.get('ready_s'))} = process start to state loaded {_s(warm.get('start_to_loaded_s'))} "
+             f"+ kernel warm-up {_s(warm.get('kernels_s'))} (loaded from the numba cache, and only after the "
+             f"load). Of the first part, a fresh interpreter importing the server's modules takes "
+             f"{_s(imports)}; loading the {size['file_mb']:.0f} MB file ({size['pods']:,} pods, {size['nodes']:,} "
+             f"nodes) in-process takes {_s(size.get('load_in_process_s'))}."]
     if load:
-        lines.append(f"In-process: reading the file {_s(load['read_s'])}, `json.loads` {_s(load['json_parse_s'])}, "
-                     f"the whole load under cProfile {_s(load['profiled_load_s'])}; its top entries are below. "
-                     "Fixes: check `isinstance(x, dict)` (or `collections.abc.Mapping`) instead of "
-                     "`typing.Mapping` in the per-object parsers (typing's `__instancecheck__` is a top "
-                     "entry); start `kernels.warmup()` before, not after, loading the files; for restarts, keep a "
-                     "binary copy of the parsed arrays next to the snapshot files.")
+        lines.append(
+            f"Inside the load: `json.loads` {_s(load['json_parse_s'])}; the rest is per-object Python in "
+            f"`snapshot_source._load_file` -> `cache.upsert_pod` -> `podrequests.pod_requests`. Under cProfile "
+            f"({_s(load['profiled_load_s'])}) {load.get('typing_instancecheck_share', 0):.0%} of it is "
+            "`isinstance(x, Mapping)` with `Mapping` imported from `typing` (cache.py, podrequests.py, "
+            "snapshot_source.py): each check goes through `typing._BaseGenericAlias.__instancecheck__` and "
+            "`__subclasscheck__` (~300 ns, against ~30 ns for `isinstance(x, dict)`).\n\n"
+            "What would fix it (owner of estimator/): (1) a `type(x) is dict` fast path, or "
+            "`collections.abc.Mapping`, in those per-object checks; (2) start `kernels.warmup()` in a thread "
+            "before the files are loaded instead of after `EstimatorServer.start()` (it overlaps the load); "
+            "(3) parse each pod's requests once per distinct container spec (most pods of a workload share "
+            "it) and skip `_describe()` formatting unless an error is raised; (4) for restarts, an `.npz` of "
+            "the parsed arrays next to the snapshot file, reused when its mtime matches.")
     return "\n".join(lines)
 
 
@@ -324,12 +337,26 @@ def _section(result: dict, plot_prefix: str) -> str:
                          _s(phases.get("ready_s")), _s(phases.get("start_to_loaded_s")), _s(phases.get("kernels_s")),
                          _ms(s.get("rss_mb"), 0), _ms(s.get("rss_peak_mb"), 0),
                          _ms((s.get("grpc_floor") or {}).get("p50_ms"))])
+        warm = size.get("ready_warm")
+        if warm:
+            rows.append([_n(size["nodes"]), _n(size["pods"]), f"{size['file_mb']:.0f}",
+                         f"**warm: median of {len(warm['samples_s'])} starts**",
+                         f"**{_s(warm['median_s'])}** ({_s(warm['min_s'])} – {_s(warm['max_s'])})",
+                         "", "", "", "", ""])
     if rows:
         out.append(_table(["nodes", "pods", "file MB", "start", "ready", "start → state loaded", "kernel warm-up",
                            "RSS MB (after RPCs)", "peak RSS MB", "gRPC floor p50 ms"], rows) + "\n")
+        rows = [[_n(size["nodes"]), _s(size.get("load_in_process_s")),
+                 _ms(size.get("gc_full_collection_ms"), 1)] for size in result["sizes"]]
+        out.append(_table(["nodes", "load in-process (harness)", "full GC collection with the member loaded, ms"],
+                          rows) + "\n")
         out.append("*ready*: from spawning `python -m estimator --snapshot FILE` to the gRPC health service "
                    "answering SERVING. *start → state loaded* and *kernel warm-up* come from the server's own log. "
-                   "*gRPC floor*: the health Check round trip from the same client process, no estimator work.\n")
+                   "*gRPC floor*: the health Check round trip from the same client process, no estimator work. "
+                   f"A fresh interpreter importing the server's modules takes "
+                   f"{_s(result['environment'].get('server_imports_s'))}. A full garbage collection walks every "
+                   "tracked object the cache holds; it is a candidate for p99 spikes on big members "
+                   "(`gc.freeze()` after loading would take those objects out of collections).\n")
 
     # Profiles.
     profiles = result.get("profiles") or {}

@@ -72,6 +72,8 @@ def parse_args(argv):
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     p.add_argument("--no-rpc", action="store_true", help="skip server processes (kernels and accuracy only)")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-cache start-to-ready measurement")
+    p.add_argument("--warm-starts", type=int, help="extra warm starts per size (beyond the two RPC servers; "
+                                                   "1 at sizes above 10k)")
     p.add_argument("--data-dir", type=Path, default=members.DATA_DIR, help="where member files are (re)generated")
     p.add_argument("--out", type=Path, help="output directory (default results/, or results/quick/ with --quick)")
     p.add_argument("--no-report", action="store_true", help="write the JSON only")
@@ -86,6 +88,7 @@ def parse_args(argv):
         "naive_cap": 1.0 if quick else 15.0,
         "python_cap": 0.5 if quick else 10.0,
         "rpc_seconds": 0.1 if quick else 1.5,
+        "warm_starts": 0 if quick else 3,
         "out": RESULTS / "quick" if quick else RESULTS,
     }
     for key, value in defaults.items():
@@ -115,6 +118,17 @@ def _git(*args: str) -> str:
         return ""
 
 
+def _import_seconds() -> float:
+    """Wall time of a fresh interpreter importing what the server imports (median of 3)."""
+    code = "import estimator.__main__, estimator.server, estimator.state, estimator.kernels"
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
 def environment(argv) -> dict:
     import grpc
     import numba
@@ -136,6 +150,7 @@ def environment(argv) -> dict:
         "git_dirty_files": len([line for line in _git("status", "--porcelain", "--untracked-files=no").splitlines() if line]),
         "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR", ""),
         "loadavg_start": list(os.getloadavg()),
+        "server_imports_s": _import_seconds(),
     }
 
 
@@ -329,22 +344,38 @@ class Server:
         self.cache_dir = cache_dir
 
     def start(self, timeout: float = 600.0) -> dict:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
         env = dict(os.environ, NUMBA_CACHE_DIR=self.cache_dir)
         log = self.log_path.open("w")
+        # One channel, reconnecting every 20-50 ms while the port is closed: cheap polling that
+        # takes little CPU from the starting server on a 2-core machine.
+        channel = grpc.insecure_channel(self.est.address, options=[
+            ("grpc.initial_reconnect_backoff_ms", 20), ("grpc.min_reconnect_backoff_ms", 20),
+            ("grpc.max_reconnect_backoff_ms", 50)])
+        health = health_pb2_grpc.HealthStub(channel)
         wall0 = time.time()
         t0 = time.perf_counter()
         self.est.process = subprocess.Popen(self.est.command(), stdout=log, stderr=log, env=env, cwd=REPO)
         deadline = t0 + timeout
-        while True:
-            if self.est.process.poll() is not None:
-                raise RuntimeError(f"estimator exited with {self.est.process.returncode}; log: {self.log_path}\n"
-                                   + self.log_path.read_text()[-3000:])
-            if self.est.serving():
-                break
-            if time.perf_counter() > deadline:
-                self.stop()
-                raise TimeoutError(f"estimator not ready in {timeout}s; log: {self.log_path}")
-            time.sleep(0.02)
+        try:
+            while True:
+                if self.est.process.poll() is not None:
+                    raise RuntimeError(f"estimator exited with {self.est.process.returncode}; log: {self.log_path}\n"
+                                       + self.log_path.read_text()[-3000:])
+                try:
+                    reply = health.Check(health_pb2.HealthCheckRequest(), timeout=0.25, wait_for_ready=True)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                    time.sleep(0.02)
+                except grpc.RpcError:
+                    pass
+                if time.perf_counter() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"estimator not ready in {timeout}s; log: {self.log_path}")
+        finally:
+            channel.close()
         ready = time.perf_counter() - t0
         time.sleep(0.05)
         marks = _log_times(self.log_path.read_text())
@@ -486,11 +517,16 @@ def profile_load(path: Path, top: int = 12) -> dict:
     profiler.disable()
     profiled_s = time.perf_counter() - started
     stream = io.StringIO()
-    pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(top)
+    stats = pstats.Stats(profiler, stream=stream)
+    stats.sort_stats("tottime").print_stats(top)
     lines = [line.rstrip() for line in stream.getvalue().splitlines() if line.strip()]
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
     table = [_short_paths(line) for line in lines[start:]]
+    # isinstance(x, typing.Mapping) goes through typing's __instancecheck__: its cumulative time.
+    typing_s = sum(ct for (file, _, func), (_, _, _, ct, _) in stats.stats.items()
+                   if file.endswith("typing.py") and func == "__instancecheck__")
     return {"file": path.name, "read_s": read_s, "json_parse_s": parse_s, "profiled_load_s": profiled_s,
+            "typing_instancecheck_s": typing_s, "typing_instancecheck_share": typing_s / profiled_s,
             "cprofile_top_by_tottime": table}
 
 
@@ -538,6 +574,10 @@ def main(argv=None) -> int:
         size = {"nodes": n, "pods": stats["pods"], "member": spec.name, "file": path.name,
                 "file_mb": path.stat().st_size / 2**20, "generate_or_reuse_s": generate_s, "load_in_process_s": load_s,
                 "member_stats": stats}
+        gc.collect()
+        started = time.perf_counter()
+        gc.collect()  # a full collection with this member loaded: the worst GC pause a request can meet
+        size["gc_full_collection_ms"] = (time.perf_counter() - started) * 1e3
         size_records = []
         for shape in args.shapes:
             progress.set_postfix_str(f"{n} nodes: {shape}")
@@ -572,8 +612,19 @@ def main(argv=None) -> int:
                     record["rps"] = most["rps"]
                     record["rpc_answer"] = one["max_sets"]
                     record["rss_mb"] = memory["rss_mb"]
-                    record["ready_warm_s"] = phases["ready_s"]
                 progress.update(1)
+            samples = [size["servers"][mode]["warm"]["ready_s"] for mode in MODES]
+            for i in range(args.warm_starts if n <= 10_000 else min(args.warm_starts, 1)):
+                progress.set_postfix_str(f"{n} nodes: warm start {i + 1}")
+                server = Server(spec.name, path, "best", warm_cache, log_dir)
+                try:
+                    samples.append(server.start()["ready_s"])
+                finally:
+                    server.stop()
+            size["ready_warm"] = {"samples_s": samples, "median_s": float(np.median(samples)),
+                                  "min_s": min(samples), "max_s": max(samples)}
+            for record in size_records:
+                record["ready_warm_s"] = size["ready_warm"]["median_s"]
             if not args.no_cold:
                 progress.set_postfix_str(f"{n} nodes: cold start")
                 with tempfile.TemporaryDirectory(prefix="numba-cold-") as cold:
