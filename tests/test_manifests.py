@@ -8,16 +8,21 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import grpc
 import kubernetes_validate
 import pytest
 import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from estimator import __main__ as cli
 from estimator import manifests as m
+from scheduler_client.launch import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "deploy" / "examples"
@@ -446,3 +451,50 @@ def test_the_entrypoint_still_starts_the_estimator_without_a_seed(tmp_path):
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
 def test_the_entrypoint_is_valid_posix_shell():
     assert subprocess.run(["sh", "-n", str(REPO / "deploy" / "image" / "entrypoint.sh")]).returncode == 0
+
+
+def test_the_build_context_alone_installs_an_estimator_that_serves(tmp_path):
+    """What `pip install .` does in the Dockerfile's build stage, on exactly the files the
+    .dockerignore lets into the context; then the installed copy (not the repository)
+    serves the demo member and drains on SIGTERM."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()
+    patterns = dockerignore_patterns()
+    context = tmp_path / "context"
+    for name in listed:
+        if (REPO / name).is_file() and not dockerignored(name, patterns):
+            (context / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, context / name)
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    for command in (lambda: ["wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(context)],
+                    lambda: ["install", "--no-deps", "-q", "--target", str(site), *map(str, wheels.glob("*.whl"))]):
+        done = subprocess.run([sys.executable, "-m", "pip", *command()], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(site), NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_CPU_NAME="generic")
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import estimator, sys; assert estimator.__file__.startswith(sys.argv[1]); "
+                               "from estimator.__main__ import main; sys.exit(main(sys.argv[2:]))",
+         str(site), "--cluster-name", "member-a", "--snapshot", str(REPO / "deploy" / "demo" / "member-a.yaml"),
+         "--server-port", str(port), "--server-bind-address", "127.0.0.1", "--health-probe-bind-address", "0",
+         "--metrics-bind-address", "0"],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, process.communicate()[1]
+                try:
+                    status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1).status
+                    if status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.RpcError:
+                    pass
+                assert time.monotonic() < deadline, "the installed estimator never became ready"
+                time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
