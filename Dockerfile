@@ -19,6 +19,8 @@ RUN python -m venv /opt/karmada-estimator/venv
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY estimator/ estimator/
+# The placement client ships too, so `karmada-place` works from the same image.
+COPY scheduler_client/ scheduler_client/
 # A regular (not editable) install: the image carries no source tree, only the venv.
 RUN /opt/karmada-estimator/venv/bin/pip install . \
  && /opt/karmada-estimator/venv/bin/python -m compileall -q /opt/karmada-estimator/venv/lib

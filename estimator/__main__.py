@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -68,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CA that client certificates must chain to (mutual TLS).")
     p.add_argument("--insecure-skip-grpc-client-verify", action="store_true",
                    help="With a client CA set, do not require or verify client certificates.")
-    p.add_argument("--max-concurrent-requests", type=int, default=0,
-                   help="RPCs in flight beyond this are refused with RESOURCE_EXHAUSTED; 0: no limit.")
+    p.add_argument("--max-concurrent-requests", type=int, default=64,
+                   help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
+                        "(a bounded queue, not one that grows); 0: no limit.")
     p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
                    help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
     p.add_argument("--shutdown-grace-period", type=float, default=10.0,
@@ -181,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     while not stop.wait(1.0):
         pass
     server.stop()
+    # A call still running past the grace period was cancelled for its client, but Python
+    # cannot interrupt its worker thread; do not let it hold the process open.
+    stuck = [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.current_thread()]
+    if stuck:
+        log.warning("exiting with %d call(s) still running past the grace period", len(stuck))
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 
