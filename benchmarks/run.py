@@ -574,10 +574,11 @@ def main(argv=None) -> int:
         size = {"nodes": n, "pods": stats["pods"], "member": spec.name, "file": path.name,
                 "file_mb": path.stat().st_size / 2**20, "generate_or_reuse_s": generate_s, "load_in_process_s": load_s,
                 "member_stats": stats}
-        gc.collect()
-        started = time.perf_counter()
-        gc.collect()  # a full collection with this member loaded: the worst GC pause a request can meet
-        size["gc_full_collection_ms"] = (time.perf_counter() - started) * 1e3
+        if not args.quick:
+            progress.set_postfix_str(f"{n} nodes: GC pause probe")
+            probe = subprocess.run([sys.executable, "-m", "benchmarks.gcpause", str(path)], cwd=REPO,
+                                   capture_output=True, text=True, timeout=900)
+            size["gc"] = json.loads(probe.stdout) if probe.returncode == 0 else {"error": probe.stderr[-500:]}
         size_records = []
         for shape in args.shapes:
             progress.set_postfix_str(f"{n} nodes: {shape}")
