@@ -113,6 +113,9 @@ class WatchCollector:
                                                      labels=["kind"]),
             "malformed": CounterMetricFamily(f"{SUBSYSTEM}_watch_malformed_objects", "Objects skipped as "
                                              "malformed.", labels=["kind"]),
+            "throttled_seconds": CounterMetricFamily(f"{SUBSYSTEM}_watch_throttled_seconds", "Seconds requests "
+                                                     "waited for the --kube-api-qps/--kube-api-burst token bucket.",
+                                                     labels=["kind"]),
         }
         errors = CounterMetricFamily(f"{SUBSYSTEM}_watch_errors", "List/watch failures by reason.",
                                      labels=["kind", "reason"])

@@ -113,7 +113,11 @@ def _matches(terms, fields: dict | None) -> bool:
     return all((fields.get(field, "") == value) == equal for field, equal, value in terms)
 
 
-def _with_rv(data: bytes, rv: int) -> bytes:
+def _with_rv(data: bytes, rv: int, old_rv: int | None = None) -> bytes:
+    if old_rv is not None:
+        old, new = b'"resourceVersion":"%d"' % old_rv, b'"resourceVersion":"%d"' % rv
+        if data.count(old) == 1:
+            return data.replace(old, new)
     obj = json.loads(data)
     obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
     return json.dumps(obj, separators=(",", ":")).encode()
@@ -156,6 +160,7 @@ class FakeKube:
         self._failures: list[tuple[int, set[str] | None]] = []
         self._expire_continue = 0
         self._held: set[str] = set()
+        self._paused = False
         self.requests: Counter[tuple[str, str]] = Counter()  # (kind, "list" | "watch" | "continue")
         self.watch_rvs: list[tuple[str, str]] = []  # (kind, resourceVersion) of every watch request
         self._connections: set[socket.socket] = set()
@@ -268,6 +273,16 @@ class FakeKube:
         with self._cond:
             self._expire_continue += count
 
+    def pause_watches(self) -> None:
+        """Open watches stop sending (events pile up in the history) until resume_watches()."""
+        with self._cond:
+            self._paused = True
+
+    def resume_watches(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
     def hold_lists(self, kinds: Iterable[str]) -> None:
         with self._cond:
             self._held |= set(kinds)
@@ -314,6 +329,24 @@ class FakeKube:
             self._cond.notify_all()
             return self._rv
 
+    RV_PLACEHOLDER = b'"resourceVersion":"@RV@"'
+
+    def put_encoded(self, kind: str, name: str, namespace: str | None, data: bytes, fields: dict) -> int:
+        """Create or replace an object already serialized, for load generators: `data` is
+        compact JSON holding RV_PLACEHOLDER where metadata.resourceVersion goes."""
+        key = f"{namespace or 'default'}/{name}" if KIND_INFO[kind][2] else name
+        with self._cond:
+            self._rv += 1
+            data = data.replace(self.RV_PLACEHOLDER, b'"resourceVersion":"%d"' % self._rv, 1)
+            old = self._objects[kind].get(key)
+            stored = _Stored(self._rv, data, fields)
+            self._objects[kind][key] = stored
+            if old is None:
+                self._sorted[kind] = None
+            self._record(_Event(self._rv, kind, "ADDED" if old is None else "MODIFIED", key, data, fields, old))
+            self._cond.notify_all()
+            return self._rv
+
     def load(self, objs: Iterable[dict]) -> int:
         """Bulk-create objects with no history (as if they existed before the server started)."""
         with self._cond:
@@ -343,7 +376,7 @@ class FakeKube:
                 return None
             self._rv += 1
             self._sorted[kind] = None
-            self._record(_Event(self._rv, kind, "DELETED", key, _with_rv(old.data, self._rv), old.fields, old))
+            self._record(_Event(self._rv, kind, "DELETED", key, _with_rv(old.data, self._rv, old.rv), old.fields, old))
             self._cond.notify_all()
             return self._rv
 
@@ -550,10 +583,10 @@ def _handler_class(fake: FakeKube):
                     while True:
                         if fake._down or fake._drop_epoch != epoch or cursor < fake._compacted:
                             break
-                        if fake._history and fake._history[-1].rv > cursor:
+                        if fake._history and fake._history[-1].rv > cursor and not fake._paused:
                             break
                         now = time.monotonic()
-                        wake = min(deadline, next_bookmark if bookmarks else deadline)
+                        wake = min(deadline, next_bookmark if bookmarks and not fake._paused else deadline)
                         if now >= wake:
                             break
                         fake._cond.wait(wake - now)

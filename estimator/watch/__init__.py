@@ -17,6 +17,7 @@ Only `kubeclient.py` imports `kubernetes`.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -26,12 +27,20 @@ from estimator.cache import ClusterCache
 from estimator.snapshot import ClusterSnapshot
 from estimator.watch.kubeclient import KubeClient, KubeConfigError
 from estimator.watch.ratelimit import Backoff, TokenBucket
-from estimator.watch.reflector import KIND_SPECS, POD_FIELD_SELECTOR, KindSpec, Reflector, ReflectorOptions
+from estimator.watch.reflector import (
+    KIND_SPECS,
+    POD_FIELD_SELECTOR,
+    EstimatePriority,
+    KindSpec,
+    Reflector,
+    ReflectorOptions,
+)
 
 __all__ = [
     "WatchClusterState",
     "KubeConfigError",
     "ReflectorOptions",
+    "EstimatePriority",
     "TokenBucket",
     "Backoff",
     "POD_FIELD_SELECTOR",
@@ -56,6 +65,8 @@ class WatchClusterState:
         options: ReflectorOptions | None = None,
         connect_timeout: float = 10.0,
         kinds: Sequence[KindSpec] = KIND_SPECS,
+        freeze_gc: bool = True,
+        estimate_priority: EstimatePriority | None = None,
     ):
         # Raises KubeConfigError for an unusable kubeconfig / --master / in-cluster setup.
         self.client = client or KubeClient.from_flags(kubeconfig, master, connect_timeout)
@@ -65,11 +76,13 @@ class WatchClusterState:
         self._stop = threading.Event()
         self._started = False
         self._stopped = False
+        self.priority = estimate_priority if estimate_priority is not None else EstimatePriority()
         self.reflectors = {
-            spec.kind: Reflector(spec, self.client, self.cache, self.limiter, self._stop, self.options)
+            spec.kind: Reflector(spec, self.client, self.cache, self.limiter, self._stop, self.options, self.priority)
             for spec in kinds
         }
         self._synced_at: float | None = None
+        self.freeze_gc = freeze_gc
 
     # --- ClusterState protocol ------------------------------------------------------------
 
@@ -79,8 +92,15 @@ class WatchClusterState:
         self._started = True
         log.info("listing and watching %s on %s (qps %s, burst %d)",
                  ", ".join(self.reflectors), self.client.host, self.limiter.qps, self.limiter.burst)
+        if self.freeze_gc:
+            _freeze_gc("start")
         for reflector in self.reflectors.values():
+            reflector.on_synced = self._reflector_synced
             reflector.start()
+
+    def _reflector_synced(self) -> None:
+        if self.synced() and self.freeze_gc:
+            _freeze_gc("initial sync")
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopped = True
@@ -94,7 +114,12 @@ class WatchClusterState:
         self.client.close()
 
     def snapshot(self) -> ClusterSnapshot | None:
-        return self.cache.snapshot() if self.synced() else None
+        """The current snapshot; called at the start of every estimate, which gets priority
+        over event processing for a moment (see EstimatePriority)."""
+        if not self.synced():
+            return None
+        self.priority.estimate_started()
+        return self.cache.snapshot()
 
     def synced(self) -> bool:
         if self._synced_at is not None:
@@ -158,8 +183,32 @@ class WatchClusterState:
                 "relists_gone": r.relists_gone,
                 "deleted_by_relist": r.deleted_by_relist,
                 "malformed": r.malformed,
+                "throttled_seconds": r.throttled_seconds,
                 "errors": dict(r.errors),
                 "seconds_since_contact": time.monotonic() - r.last_ok,
             }
             for r in self.reflectors.values()
         }
+
+
+_freeze_lock = threading.Lock()
+
+
+def _freeze_gc(when: str) -> None:
+    """Move every object alive now out of the cyclic collector's reach (gc.freeze).
+
+    The list/watch threads allocate a burst of short-lived containers per page and event;
+    each time the oldest generation is collected CPython walks every tracked object in the
+    process: modules, the kubernetes client's and numba's classes, the cache. Profiled on
+    a 10,000-node / 100,000-pod sync that walk was half the CPU time (17.6 s vs 8.8 s) and
+    during churn it is the pause an estimate waits behind. Frozen objects are still freed
+    by reference counting; only cycles among them would outlive their use, so garbage is
+    collected first and only objects alive at these two points (start, first full sync)
+    are frozen.
+    """
+    with _freeze_lock:
+        started = time.perf_counter()
+        gc.collect()
+        gc.freeze()
+        log.info("gc: froze %d objects at %s in %.0f ms", gc.get_freeze_count(), when,
+                 (time.perf_counter() - started) * 1000)
