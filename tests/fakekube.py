@@ -148,6 +148,13 @@ class FakeKube:
         self.gone_as_event = gone_as_event  # False: a too-old watch gets HTTP 410 instead
         self.token = token
         self.delay = 0.0  # seconds every response waits before it is served
+        # Watch body framing: "event" (one chunk per event, as the API server flushes),
+        # "split" (every event split over two chunks, the first with a chunk extension),
+        # "coalesced" (one chunk per batch of events); chunked=False sends a close-delimited
+        # body instead; trickle writes the body a few bytes at a time.
+        self.chunking = "event"
+        self.chunked = True
+        self.trickle = False
         self._cond = threading.Condition()
         self._rv = _FIRST_RV
         self._objects: dict[str, dict[str, _Stored]] = {kind: {} for kind in KIND_INFO}
@@ -539,8 +546,29 @@ def _handler_class(fake: FakeKube):
             status, body = fake.list_page(kind, limit, params.get("continue", ""), params.get("fieldSelector", ""))
             self._send(status, body)
 
-        def _chunk(self, payload: bytes) -> bytes:
-            return b"%x\r\n%s\r\n" % (len(payload), payload)
+        def _chunk(self, payload: bytes, extension: bytes = b"") -> bytes:
+            return b"%x%s\r\n%s\r\n" % (len(payload), extension, payload)
+
+        def _emit(self, lines: list[bytes], last: bool = False) -> None:
+            """Frame event lines as configured and write them (plus the last chunk if `last`)."""
+            if not fake.chunked:
+                body = b"".join(lines)
+            elif fake.chunking == "coalesced":
+                body = self._chunk(b"".join(lines)) if lines else b""
+            elif fake.chunking == "split":
+                body = b"".join(self._chunk(line[: len(line) // 2], b";part=1") + self._chunk(line[len(line) // 2:])
+                                for line in lines)
+            else:
+                body = b"".join(self._chunk(line) for line in lines)
+            if last and fake.chunked:
+                body += b"0\r\n\r\n"
+            if not fake.trickle:
+                if body:
+                    self.wfile.write(body)
+                return
+            for start in range(0, len(body), 7):
+                self.wfile.write(body[start:start + 7])
+                time.sleep(0.0002)
 
         def _watch(self, kind: str, params: dict) -> None:
             _, api_version, _ = KIND_INFO[kind]
@@ -569,11 +597,14 @@ def _handler_class(fake: FakeKube):
                                                                        f"({fake._compacted + 1})"))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
+            if fake.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             write = self.wfile.write
-            for data in initial:
-                write(self._chunk(b'{"type":"ADDED","object":' + data + b"}\n"))
+            self._emit([b'{"type":"ADDED","object":' + data + b"}\n" for data in initial])
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + fake.bookmark_interval
             ended = False
@@ -601,14 +632,14 @@ def _handler_class(fake: FakeKube):
                         break_stream = False
                     if cursor < fake._compacted:
                         status = _status(410, "Expired", f"too old resource version: {cursor} ({fake._compacted + 1})")
-                        write(self._chunk(b'{"type":"ERROR","object":' + status + b"}\n") + b"0\r\n\r\n")
+                        self._emit([b'{"type":"ERROR","object":' + status + b"}\n"], last=True)
                         return
                     events = fake._events_since(cursor)[:2000]
                 if break_stream:
                     if mid:
                         line = b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":' \
                                b'{"resourceVersion":"%d"}}}\n' % (kind.encode(), api_version.encode(), cursor)
-                        write(b"%x\r\n" % len(line) + line[: len(line) // 2])
+                        write((b"%x\r\n" % len(line) if fake.chunked else b"") + line[: len(line) // 2])
                     _cut(self.connection)
                     self.close_connection = True
                     return
@@ -624,7 +655,7 @@ def _handler_class(fake: FakeKube):
                         etype = event.type if was == now_in else ("ADDED" if now_in else "DELETED")
                     else:
                         etype = event.type
-                    out.append(self._chunk(b'{"type":"%s","object":%s}\n' % (etype.encode(), event.data)))
+                    out.append(b'{"type":"%s","object":%s}\n' % (etype.encode(), event.data))
                 if events:
                     cursor = events[-1].rv
                 now = time.monotonic()
@@ -632,11 +663,11 @@ def _handler_class(fake: FakeKube):
                 if bookmarks and (now >= next_bookmark or ended):
                     line = b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":' \
                            b'{"resourceVersion":"%d"}}}\n' % (kind.encode(), api_version.encode(), cursor)
-                    out.append(self._chunk(line))
+                    out.append(line)
                     next_bookmark = now + fake.bookmark_interval
                 if out:
-                    write(b"".join(out))
-            write(b"0\r\n\r\n")
+                    self._emit(out)
+            self._emit([], last=True)
 
     return Handler
 

@@ -463,3 +463,31 @@ def test_a_dead_watch_loop_fails_health(fake, watch):
     assert wait_until(lambda: not state.health()[0])
     ok, detail = state.health()
     assert "ResourceQuota" in detail and "Crash" in detail
+
+
+FRAMINGS = [
+    ("one chunk per event", dict(chunking="event")),
+    ("events split over chunks with extensions", dict(chunking="split")),
+    ("many events per chunk", dict(chunking="coalesced")),
+    ("chunk framing trickling in 7-byte writes", dict(chunking="split", trickle=True)),
+    ("a close-delimited body without chunked encoding", dict(chunked=False)),
+]
+
+
+@pytest.mark.parametrize("framing", [f[1] for f in FRAMINGS], ids=[f[0] for f in FRAMINGS])
+def test_every_watch_body_framing_is_decoded(fake, watch, framing):
+    for name, value in framing.items():
+        setattr(fake, name, value)
+    small_cluster(fake)
+    state = watch()
+    assert_converges(state, fake)
+    for round_ in range(3):
+        fake.put_many([pod_object("shop", f"f{round_}-{i}", node=f"n{i % 5}", cpu="50m") for i in range(6)])
+        fake.delete("Pod", f"p{round_}", "shop")
+        fake.put(quota_object("shop", "q", {"pods": "50"}, {"pods": str(round_)}))
+        assert_converges(state, fake)
+        watches = fake.requests[("Pod", "watch")]
+        fake.drop_watches(mid_event=round_ == 1)
+        assert wait_until(lambda: fake.requests[("Pod", "watch")] > watches)
+    assert_converges(state, fake)
+    assert all(r.lists == 1 for r in state.reflectors.values()), "decoded and resumed, never relisted"

@@ -215,10 +215,22 @@ class WatchStream:
         except ValueError as error:  # reading a file object closed by abort()/close()
             raise Unavailable(f"{self._what}: stream closed: {error}") from None
 
+    def _pieces(self) -> Iterator[bytes]:
+        """Body bytes as they arrive: urllib3's chunk decoder (compressed or unusual bodies),
+        or for a close-delimited body whatever one read returns (never waiting for 64 KiB)."""
+        if self._response.chunked:
+            yield from self._response.stream(None)
+            return
+        while True:
+            data = self._response.read1(65536)
+            if not data:
+                return
+            yield data
+
     def _stream_lines(self) -> Iterator[bytes]:
         pending = b""
         try:
-            for chunk in self._response.stream(None if self._response.chunked else 65536):
+            for chunk in self._pieces():
                 if pending:
                     chunk = pending + chunk
                 start = 0
