@@ -3,8 +3,9 @@
     NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/watch_churn.py \\
         [--nodes 10000 --pods 100000 --seconds 20 --rate 12000]
 
-The fake API server (tests/fakekube.py) runs in a child process, so the estimator process
-measured here holds only what the estimator itself would: the list/watch loop
+The fake API server (tests/fakekube.py) runs in a child process at nice +10 (it stands in
+for a remote machine), so the estimator process measured here holds only what the
+estimator itself would: the list/watch loop
 (estimator.watch.WatchClusterState, real kubernetes client, default --kube-api-qps 20 /
 --kube-api-burst 30, pages of 500), the ClusterCache, and an estimate loop.
 
@@ -501,7 +502,7 @@ def run(args) -> dict:
     result = {
         "benchmark": "watch_churn",
         "nodes": args.nodes, "pods": args.pods, "churn_rate_target": args.rate, "churn_seconds": args.seconds,
-        "qps": args.qps, "burst": args.burst, "page_size": args.page_size,
+        "qps": args.qps, "burst": args.burst, "page_size": args.page_size, "fake_nice": args.fake_nice,
         "fake_server_generation_s": round(generated_in, 2),
         "initial_sync_s": round(sync_seconds, 2),
         "initial_sync_cpu_s": round(sync_cpu, 2),
@@ -543,9 +544,18 @@ def run(args) -> dict:
 
 
 def command_line(args) -> str:
-    return (f"NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/watch_churn.py --nodes {args.nodes} "
+    text = (f"NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/watch_churn.py --nodes {args.nodes} "
             f"--pods {args.pods} --seconds {args.seconds:g} --rate {args.rate} --qps {args.qps:g} "
-            f"--burst {args.burst} --page-size {args.page_size} --backlog {args.backlog} --seed {args.seed}")
+            f"--burst {args.burst} --page-size {args.page_size} --backlog {args.backlog} --seed {args.seed} "
+            f"--quiet-seconds {args.quiet_seconds:g} --estimates-per-second {args.estimates_per_second:g} "
+            f"--fake-nice {args.fake_nice}")
+    if args.estimate_window is not None:
+        text += f" --estimate-window {args.estimate_window:g}"
+    if args.switch_interval:
+        text += f" --switch-interval {args.switch_interval:g}"
+    if args.gc_mode != "default":
+        text += f" --gc-mode {args.gc_mode}"
+    return text
 
 
 def main(argv=None) -> int:
@@ -576,10 +586,117 @@ def main(argv=None) -> int:
     result["command"] = command_line(args)
     print(json.dumps(result))
     if not args.no_write:
-        from results_section import write_section  # noqa: PLC0415 - benchmarks/ helper
-
         write_section(REPO / "benchmarks" / "RESULTS.md", result)
     return 0
+
+
+# --- benchmarks/RESULTS.md -------------------------------------------------------------------
+
+SECTION = "## Watch churn"
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**MISSED**"
+
+
+def section_text(r: dict) -> str:
+    t, m = r["targets"], r["machine"]
+    quiet, churn = r["slowest_1pct_quiet"], r["slowest_1pct_churn"]
+    lines = [
+        SECTION,
+        "",
+        f"Written by `benchmarks/watch_churn.py` (issue 3). **Date:** {r['date']}. **Machine:** {m['nproc']} cores "
+        f"(nproc), {m['cpu']}, Python {m['python']}; 1-minute load average {m['load_avg_1m_at_start']} at the "
+        "start. Other engineers' tests and benchmarks share these 2 cores, so the latency figures are noisy and "
+        "biased upwards; rerun the command on a quiet machine to compare.",
+        "",
+        f"**Command:** `{r['command']}`",
+        "",
+        f"The fake API server (tests/fakekube.py) runs in a child process at nice +{r['fake_nice']} (it stands in "
+        "for a remote "
+        "API server); the measured process holds only the estimator side: the real kubernetes client, "
+        f"WatchClusterState with --kube-api-qps {r['qps']:g} / --kube-api-burst {r['burst']} and pages of "
+        f"{r['page_size']}, the ClusterCache, and an estimate loop (train-small MaxAvailableComponentSets: master "
+        "1 x {1 cpu, 2Gi}, worker 4 x {4 cpu, 16Gi, 1 GPU}, best packing) at "
+        f"{r['estimates_per_s']:g} estimates/s on `state.snapshot()`. Pods are API-server-sized (~3.8 KB of JSON "
+        "with managedFields); a quarter of the nodes have 8 GPUs.",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+        f"| initial sync of {r['nodes']:,} nodes + {r['pods']:,} pods ≤ 20 s | {r['initial_sync_s']} s wall "
+        f"({r['initial_sync_cpu_s']} s CPU, {r['list_pages']} list pages) | {_verdict(t['initial_sync_le_20s'])} |",
+        f"| ≥ 10,000 events/s applied | {r['events_per_s_applied_sustained']:,}/s sustained for "
+        f"{r['churn_seconds']:g} s (lag {r['lag_events_at_churn_end']:,} events at the end, caught up in "
+        f"{r['catch_up_s']} s); {r['events_per_s_applied_backlog']:,}/s on a {r['backlog_events']:,}-event backlog | "
+        f"{_verdict(t['events_per_s_ge_10000'])} |",
+        f"| steady RSS ≤ 400 MB | {r['rss_mb_churn_steady_max']} MB max over the second half of the churn "
+        f"({r['rss_mb_before_sync']} MB before the sync, {r['rss_mb_synced']} MB synced) | "
+        f"{_verdict(t['rss_le_400mb'])} |",
+        f"| estimate p99 during churn within 2x of quiet | churn p99 {r['estimate_churn_p99_ms']} ms vs quiet p99 "
+        f"{r['estimate_quiet_p99_ms']} ms = {r['estimate_churn_over_quiet_p99']}x (p50 {r['estimate_churn_p50_ms']} "
+        f"vs {r['estimate_quiet_p50_ms']} ms) | {_verdict(t['churn_p99_within_2x_quiet'])} |",
+        "",
+        f"Churn mix: 35% new pods, 25% deletions, 10% completions (phase Succeeded, which the field selector turns "
+        f"into DELETED), 30% status updates; the generator reached {r['generator_rate']:,} events/s of the "
+        f"{r['churn_rate_target']:,} asked, so the sustained figure is bounded by the generator — the backlog "
+        "figure (watches paused while the events queue, then released) is what the client alone sustains. "
+        f"Initial-sync time spent waiting for the QPS token bucket: {r['initial_sync_throttled_s']} s per kind. "
+        f"EstimatePriority paused the reflectors for {r['estimate_priority_paused_s']} s in total.",
+        "",
+        "Where the slowest 1% of estimates spent their time (mean ms: wall = own CPU + waiting for a CPU + "
+        "blocked on the interpreter lock or the cache lock):",
+        "",
+        "| phase | estimates | wall | own CPU | run queue | blocked |",
+        "|---|---|---|---|---|---|",
+        f"| quiet | {quiet['count']} of {r['estimates_quiet']} | {quiet['wall_ms']} | {quiet['own_cpu_ms']} | "
+        f"{quiet['run_queue_ms']} | {quiet['blocked_ms']} |",
+        f"| churn | {churn['count']} of {r['estimates_churn']} | {churn['wall_ms']} | {churn['own_cpu_ms']} | "
+        f"{churn['run_queue_ms']} | {churn['blocked_ms']} |",
+        "",
+    ]
+    lines += PROFILE_NOTES
+    return "\n".join(lines) + "\n"
+
+
+PROFILE_NOTES = [
+    "What moved these numbers (profiles taken on this machine while building it, 2026-11-30):",
+    "",
+    "- *Initial sync, 28-33 s -> ~10 s.* With CPython's default collector, every generation-2 collection "
+    "walked every tracked object in the process (~225,000: modules, the kubernetes client's pydantic models, "
+    "numba, the cache), and each 500-pod page (~50,000 fresh containers) set one off: 63 full collections took "
+    "half of the 17.6 s CPU. `WatchClusterState` now runs `gc.collect(); gc.freeze()` at start and after the "
+    "first full sync: 8.8 s CPU, the same as with the collector disabled (7.7 s). Token-bucket waits are ~0 "
+    "at 20 QPS / pages of 500 because parsing a page takes longer than a token; the floor from QPS alone "
+    "would be (pages - burst) / qps ≈ 10 s.",
+    "- *Estimate p99 during churn, 37-80 ms -> low single-digit ms.* The slowest estimates were *blocked*, not "
+    "computing: urllib3 decodes chunked bodies one chunk per event, so the pod reflector released and "
+    "re-took the interpreter lock on every 8 KiB socket read and an estimate that had released it (numba "
+    "kernels, numpy) lost the race to get it back (a convoy). The watch body is now decoded from the socket's "
+    "buffered reader in 256 KiB reads (`kubeclient.WatchStream._chunked_lines`), and `EstimatePriority` "
+    "pauses the reflectors for up to 2 ms after each estimate starts (capped at 25% of wall time). "
+    "`sys.setswitchinterval` alone (0.5 ms, 0.1 ms) did not help. In the slowest 1% the blocked share fell "
+    "from ~23 ms to ~1-2 ms; what remains is mostly *run queue* — waiting for one of the 2 cores, shared with "
+    "the fake API server and colleagues' jobs — plus the snapshot rebuild (~0.3 ms at 10,000 nodes) that "
+    "every estimate after a change pays.",
+    "- *What would close the rest of the gap:* decode events in a separate process (JSON parsing and "
+    "pod_requests are ~75% of the ~40 µs per-event cost) and ship compact records to the cache, so the "
+    "estimator's interpreter spends ~10 µs per event instead of ~40 µs; and replace `typing.Mapping` "
+    "isinstance checks in podrequests.py/workloads.py with `dict` checks (~30% of the per-event time in the "
+    "cProfile of parse + upsert_pod).",
+]
+
+
+def write_section(path: Path, result: dict) -> None:
+    """Replace (or append) this benchmark's section, keeping every other section verbatim."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    start = text.find(SECTION + "\n")
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section_text(result)
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        tail = text[end + 1:] if end >= 0 else ""
+        text = text[:start] + section_text(result) + ("\n" + tail if tail else "")
+    path.write_text(text)
 
 
 if __name__ == "__main__":
