@@ -349,7 +349,7 @@ class EstimateLoop:
 def _run_delay() -> float:
     """Seconds this thread has spent runnable but not running (Linux schedstat), or 0."""
     try:
-        with open(f"/proc/thread-self/schedstat") as schedstat:
+        with open("/proc/thread-self/schedstat") as schedstat:
             return int(schedstat.read().split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return 0.0

@@ -83,6 +83,7 @@ class WatchClusterState:
         }
         self._synced_at: float | None = None
         self.freeze_gc = freeze_gc
+        self._froze = False
 
     # --- ClusterState protocol ------------------------------------------------------------
 
@@ -94,12 +95,13 @@ class WatchClusterState:
                  ", ".join(self.reflectors), self.client.host, self.limiter.qps, self.limiter.burst)
         if self.freeze_gc:
             _freeze_gc("start")
+            self._froze = True
         for reflector in self.reflectors.values():
             reflector.on_synced = self._reflector_synced
             reflector.start()
 
     def _reflector_synced(self) -> None:
-        if self.synced() and self.freeze_gc:
+        if self.synced() and self.freeze_gc and not self._stopped:
             _freeze_gc("initial sync")
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -112,6 +114,9 @@ class WatchClusterState:
             if reflector.thread.is_alive():
                 reflector.thread.join(max(0.0, deadline - time.monotonic()))
         self.client.close()
+        if self._froze:
+            gc.unfreeze()  # back to normal collection (matters when a process outlives us, e.g. tests)
+            self._froze = False
 
     def snapshot(self) -> ClusterSnapshot | None:
         """The current snapshot; called at the start of every estimate, which gets priority
