@@ -18,6 +18,7 @@ stops the loop. No Kubernetes import here: the client seam is `kubeclient.KubeCl
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import random
@@ -90,6 +91,11 @@ class ReflectorOptions:
     min_watch_seconds: float = 1.0
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
+    # Collect the youngest GC generation every this many watch events (0: leave it to
+    # CPython). Churn keeps CPython's allocation count flat (each new pod record is
+    # balanced by a freed old one) while new records pile up in generation 0 unexamined;
+    # left alone, the next young collection walked ~60,000 of them in one 20-30 ms pause.
+    young_gc_every: int = 512
     rng: random.Random = field(default_factory=random.Random)
 
 
@@ -385,6 +391,7 @@ class Reflector:
         self.status = "watching"
         upsert, delete, namespaced = self._upsert, self._delete, self.spec.namespaced
         loads, monotonic, priority = json.loads, time.monotonic, self._priority
+        young_gc_every, collect = options.young_gc_every, gc.collect
         events = 0
         try:
             for line in stream.lines():
@@ -419,6 +426,8 @@ class Reflector:
                 self.last_ok = monotonic()
                 events += 1
                 self.events += 1
+                if young_gc_every and self.events % young_gc_every == 0:
+                    collect(0)
                 self._productive = True
                 if self._stop.is_set() or self._relist_requested:
                     break
