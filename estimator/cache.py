@@ -50,10 +50,10 @@ _INITIAL_COLUMNS = 8
 
 
 def _metadata(obj: Any, namespaced: bool) -> tuple[Mapping, str, str]:
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict):
         raise ValueError("expected an object (a mapping)")
     meta = obj.get("metadata") or {}
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         raise ValueError("metadata: expected a mapping")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -73,7 +73,7 @@ def zone_key(labels: Mapping[str, str]) -> str:
 def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
     if resource_list is None:
         return {}
-    if not isinstance(resource_list, Mapping):
+    if not isinstance(resource_list, dict):
         raise ValueError(f"{where}: expected a mapping")
     parsed = {}
     for name, value in resource_list.items():
@@ -100,7 +100,7 @@ def parse_node(obj: Any) -> _ParsedNode:
     spec = obj.get("spec") or {}
     taints = []
     for taint in spec.get("taints") or ():
-        if not isinstance(taint, Mapping) or not taint.get("key"):
+        if not isinstance(taint, dict) or not taint.get("key"):
             raise ValueError(f"spec.taints: {taint!r} has no key")
         taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), str(taint.get("effect") or "")))
     allocatable = _quantities(
@@ -120,7 +120,7 @@ def quota_record(obj: Any) -> QuotaRecord:
     spec = obj.get("spec") or {}
     scopes = [ScopeRequirement(str(scope), "Exists") for scope in spec.get("scopes") or ()]
     for expr in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
-        if not isinstance(expr, Mapping) or not expr.get("scopeName") or not expr.get("operator"):
+        if not isinstance(expr, dict) or not expr.get("scopeName") or not expr.get("operator"):
             raise ValueError(f"spec.scopeSelector: {expr!r} needs scopeName and operator")
         values = tuple(str(v) for v in expr.get("values") or ())
         scopes.append(ScopeRequirement(str(expr["scopeName"]), str(expr["operator"]), values))

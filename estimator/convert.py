@@ -19,6 +19,8 @@ not decode reach the servicer, which answers INVALID_ARGUMENT (gRPC itself says 
 
 from __future__ import annotations
 
+import functools
+
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -187,23 +189,37 @@ def _requests(encoded: Mapping[str, bytes], path: str) -> tuple[tuple[str, int],
     _limit(len(encoded), "resourceRequestBytes", path)
     requests = []
     for name in sorted(encoded):
-        amount = _quantity(name, encoded[name], f"{path}[{json.dumps(name, ensure_ascii=False)}]")
+        try:
+            amount = _quantity(name, encoded[name])
+        except _BadQuantity as bad:  # the field path is only spelled out when it is needed
+            raise InvalidRequest(f"{path}[{json.dumps(name, ensure_ascii=False)}]", str(bad)) from None
         if amount > 0 and name != PODS and is_counted(name):
             requests.append((name, amount))
     return tuple(requests)
 
 
-def _quantity(name: str, encoded: bytes, path: str) -> int:
-    quantity = _decode(k8s_resource.Quantity, encoded, path)
-    text = _text(quantity.string, path)
+class _BadQuantity(ValueError):
+    pass
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity(name: str, encoded: bytes) -> int:
+    """Requests repeat the same few encoded quantities; decode each once."""
+    try:
+        quantity = k8s_resource.Quantity.FromString(encoded)
+    except DecodeError:
+        raise _BadQuantity(f"is not a valid encoding of {k8s_resource.Quantity.DESCRIPTOR.full_name}") from None
+    text = quantity.string
+    if not isinstance(text, str):
+        raise _BadQuantity("is not valid UTF-8")
     if not text:
         # Go reads a Quantity without its string as zero and would drop the entry; Go's
         # Marshal always writes the string, so only a broken client sends this. Refuse it.
-        raise InvalidRequest(path, "quantity is empty")
+        raise _BadQuantity("quantity is empty")
     try:
         return quantity_to_int(name, text)
     except QuantityError as error:
-        raise InvalidRequest(path, str(error)) from None
+        raise _BadQuantity(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------

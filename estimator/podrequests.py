@@ -32,7 +32,7 @@ def _parse_list(resource_list: Any, where: str) -> dict[str, int]:
     """A ResourceList's counted entries as ints; `where` names the owner in errors."""
     if resource_list is None:
         return {}
-    if not isinstance(resource_list, Mapping):
+    if not isinstance(resource_list, dict):
         raise ValueError(f"{where}: expected a mapping of resource names to quantities")
     parsed: dict[str, int] = {}
     for name, value in resource_list.items():
@@ -57,11 +57,11 @@ def _quantity_text(value: Any) -> str:
 
 
 def _container_requests(container: Any, kind: str, index: int) -> dict[str, int]:
-    if not isinstance(container, Mapping):
+    if not isinstance(container, dict):
         raise ValueError(f"{kind} #{index}: expected a mapping")
     label = f"{kind} {container.get('name', f'#{index}')!r}"
     resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, dict):
         raise ValueError(f"{label}: resources: expected a mapping")
     requests = _parse_list(resources.get("requests"), f"{label}: requests")
     # A request left out defaults to the limit (API server defaulting for pods,
@@ -91,7 +91,7 @@ def _containers(spec: Mapping, key: str) -> Iterable[Any]:
 
 def pod_spec_requests(spec: Mapping) -> dict[str, int]:
     """Effective requests of a PodSpec (see the module docstring for the formula)."""
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         raise ValueError("spec: expected a mapping")
     total: dict[str, int] = {}
     requested_by_containers: set[str] = set()
@@ -117,7 +117,7 @@ def pod_spec_requests(spec: Mapping) -> dict[str, int]:
     _raise_to(total, init_peak)
 
     pod_resources = spec.get("resources") or {}
-    if not isinstance(pod_resources, Mapping):
+    if not isinstance(pod_resources, dict):
         raise ValueError("spec.resources: expected a mapping")
     pod_level = _parse_list(pod_resources.get("requests"), "pod-level resources: requests")
     # API server defaulting: a pod-level limit with no pod-level request becomes the request
@@ -135,12 +135,12 @@ def pod_spec_requests(spec: Mapping) -> dict[str, int]:
 
 def pod_requests(pod: Mapping) -> dict[str, int]:
     """Effective requests of a Pod object; ValueError names the container and resource."""
-    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    spec = pod.get("spec") if isinstance(pod, dict) else None
     return pod_spec_requests(spec or {})
 
 
 def pod_template_requests(template: Mapping) -> dict[str, int]:
     """Effective requests of a PodTemplateSpec (`{metadata, spec}`), e.g. a job replica's."""
-    if not isinstance(template, Mapping):
+    if not isinstance(template, dict):
         raise ValueError("template: expected a mapping")
     return pod_spec_requests(template.get("spec") or {})

@@ -9,12 +9,15 @@ the problem; nothing is returned unless every file loaded.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import orjson
 import yaml
 
 from estimator.cache import ClusterCache
@@ -40,6 +43,10 @@ def _documents(path: Path, text: str) -> list[Any]:
     """Top-level documents of a file: JSON when it looks like JSON, else (multi-doc) YAML."""
     if text.lstrip()[:1] in ("{", "["):
         try:
+            return [orjson.loads(text)]  # ~1.5x the stdlib parser on big member files
+        except orjson.JSONDecodeError:
+            pass
+        try:  # only to report where the file is broken
             return [json.loads(text)]
         except json.JSONDecodeError as err:
             raise SnapshotError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
@@ -54,7 +61,7 @@ def _documents(path: Path, text: str) -> list[Any]:
 
 
 def _describe(obj: Any, index: int) -> str:
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict):
         return f"object #{index}"
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     name = meta.get("name") or "<no name>"
@@ -69,14 +76,14 @@ def _objects(path: Path, documents: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         if document is None:
             continue  # an empty YAML document (e.g. a trailing ---)
         items = None
-        if isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List"):
+        if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
             items = document.get("items") or []
             if not isinstance(items, list):
                 raise SnapshotError(f"{path}: {document['kind']}: items is not a list")
             # API-server lists (PodList, ...) omit each item's kind.
             item_kind = document["kind"][: -len("List")]
             for item in items:
-                if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                if isinstance(item, dict) and "kind" not in item and item_kind:
                     item = {**item, "kind": item_kind}
                 yield index, item
                 index += 1
@@ -100,12 +107,11 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
     ignored: Counter[str] = Counter()
     loaded = 0
     for index, obj in _objects(path, _documents(path, text)):
-        what = _describe(obj, index)
-        if not isinstance(obj, Mapping):
-            raise SnapshotError(f"{path}: {what}: expected a Kubernetes object, got {type(obj).__name__}")
+        if not isinstance(obj, dict):
+            raise SnapshotError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, got {type(obj).__name__}")
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
-            raise SnapshotError(f"{path}: {what}: has no kind")
+            raise SnapshotError(f"{path}: {_describe(obj, index)}: has no kind")
         feed = feeders.get(kind)
         if feed is None:
             ignored[kind] += 1
@@ -113,7 +119,7 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
         try:
             feed(obj)
         except (ValueError, QuantityError, TypeError, AttributeError) as err:
-            raise SnapshotError(f"{path}: {what}: {err}") from None
+            raise SnapshotError(f"{path}: {_describe(obj, index)}: {err}") from None
         loaded += 1
     if loaded == 0 and not ignored:
         raise SnapshotError(f"{path}: no Kubernetes objects in the file (it is empty)")
@@ -123,6 +129,19 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
     return loaded
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Parsing a member file allocates millions of containers that all survive; the cyclic
+    collector would rescan them again and again (it tripled the load time at 10k nodes)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_snapshot(paths: Sequence[str | Path]) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; SnapshotError if any is bad."""
     if isinstance(paths, (str, Path)):
@@ -130,6 +149,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterCache:
     if not paths:
         raise SnapshotError("no snapshot files given")
     cache = ClusterCache()
-    for path in paths:
-        _load_file(cache, Path(path))
+    with _collector_paused():
+        for path in paths:
+            _load_file(cache, Path(path))
     return cache

@@ -96,7 +96,7 @@ def parse_time(text: Any) -> float:
 def controller_uid(meta: Mapping) -> str:
     """UID of the ownerReference with controller: true (metav1.GetControllerOf), or ""."""
     for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
+        if isinstance(ref, dict) and ref.get("controller") is True:
             return str(ref.get("uid") or "")
     return ""
 
@@ -114,7 +114,7 @@ def string_map(value: Any, where: str) -> dict[str, str]:
     """A labels-like map with string keys and values; ValueError if it is not a mapping."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise ValueError(f"{where}: expected a mapping")
     return {str(k): _scalar_text(v) for k, v in value.items()}
 
@@ -146,11 +146,11 @@ def label_selector(selector: Any) -> LabelSelector:
     """metav1.LabelSelectorAsSelector; ValueError for what it would reject."""
     if selector is None:
         return LabelSelector(selects_nothing=True)
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, dict):
         raise ValueError("selector: expected a mapping")
     requirements = [(k, "In", frozenset((v,))) for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()]
     for expr in selector.get("matchExpressions") or ():
-        if not isinstance(expr, Mapping) or not isinstance(expr.get("key"), str):
+        if not isinstance(expr, dict) or not isinstance(expr.get("key"), str):
             raise ValueError(f"selector: matchExpressions entry {expr!r} has no key")
         operator, values = expr.get("operator"), [str(v) for v in expr.get("values") or ()]
         if operator in ("In", "NotIn") and not values:
@@ -170,7 +170,7 @@ _QUANTITY_MAPS = frozenset(("requests", "limits", "overhead"))
 
 
 def _normalise(value: Any, quantities: bool = False) -> Any:
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if quantities:
@@ -194,9 +194,9 @@ def _canonical_quantity(value: Any) -> Any:
 
 def template_key(template: Any) -> str:
     """Digest of a pod template with `pod-template-hash` removed (EqualIgnoreHash)."""
-    template = dict(template) if isinstance(template, Mapping) else {}
+    template = dict(template) if isinstance(template, dict) else {}
     meta = template.get("metadata")
-    if isinstance(meta, Mapping) and isinstance(meta.get("labels"), Mapping):
+    if isinstance(meta, dict) and isinstance(meta.get("labels"), Mapping):
         labels = {k: v for k, v in meta["labels"].items() if k != DEPLOYMENT_UNIQUE_LABEL}
         template["metadata"] = {**meta, "labels": labels}
     text = json.dumps(_normalise(template), sort_keys=True, separators=(",", ":"), default=str)
@@ -242,7 +242,7 @@ class UnschedulablePod:
 
 def _meta(obj: Mapping) -> tuple[Mapping, str, str]:
     meta = obj.get("metadata") or {}
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         raise ValueError("metadata: expected a mapping")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -279,7 +279,7 @@ def unschedulable_pod(obj: Mapping) -> UnschedulablePod | None:
     if status.get("phase") in _TERMINAL_PHASES:
         return None  # Karmada's pod informer never sees terminal pods
     for condition in status.get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
             if condition.get("status") != "False" or condition.get("reason") != "Unschedulable":
                 return None
             since = parse_time(condition.get("lastTransitionTime"))
