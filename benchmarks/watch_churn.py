@@ -17,8 +17,13 @@ Phases and targets (issue 3):
    --seconds while the same estimate loop runs -> events/s applied (target >= 10,000),
    lag at the end, estimate p99 during churn (target within 2x of quiet), RSS sampled
    every 0.5 s (target <= 400 MB steady);
+   Phases 2-3 repeat --rounds times (default 3); latencies are pooled over the rounds, the
+   sustained rate is the lowest round's;
 4. backlog: watches paused, --backlog events queued, watches resumed -> the apply rate
    when the client, not the generator, is the bottleneck.
+
+Experiment switches used while profiling (see the notes in RESULTS.md): --gc-mode,
+--sync-only, --switch-interval, --estimate-window.
 
 Prints one JSON line and writes the "Watch churn" section of benchmarks/RESULTS.md
 (unless --no-write).
@@ -38,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -442,20 +448,8 @@ def run(args) -> dict:
     loop = EstimateLoop(state, args.estimates_per_second)
     for _ in range(20):
         loop.once()  # warm the per-snapshot caches and numba dispatch
-    quiet = loop.run_for(args.quiet_seconds)
-    quiet_snapshot_ms = loop.snapshot_ms
-    quiet_slowest = _slowest(loop)
-
-    # Sustained churn with estimates running.
     pod = state.reflectors["Pod"]
-    events_before = pod.events
     rss_samples: list[float] = []
-    sampling = threading.Event()
-
-    def sample() -> None:
-        while not sampling.wait(0.5):
-            rss_samples.append(rss_mb())
-
     gc_pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
     gc_started = [0.0]
 
@@ -465,27 +459,58 @@ def run(args) -> dict:
         else:
             gc_pauses[info["generation"]].append((time.perf_counter() - gc_started[0]) * 1000)
 
-    gc.callbacks.append(on_gc)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    loop.start()
-    churn_started = time.monotonic()
-    parent.send(("churn", args.rate, args.seconds))
-    produced = parent.recv()
-    churn_wall = time.monotonic() - churn_started
-    applied_in_window = pod.events - events_before
-    lag_events = produced["rv"] - int(pod.resource_version or 0)
-    catch_up_started = time.monotonic()
-    while int(pod.resource_version or 0) < produced["rv"] and time.monotonic() - catch_up_started < 60:
-        time.sleep(0.005)
-    catch_up = time.monotonic() - catch_up_started
-    churn = loop.stop()
-    gc.callbacks.remove(on_gc)
-    churn_snapshot_ms = loop.snapshot_ms
-    churn_slowest = _slowest(loop)
-    sampling.set()
-    sampler.join()
-    applied_total = pod.events - events_before
+    def one_round() -> dict:
+        """A quiet phase, then sustained churn with the same estimate loop running."""
+        quiet = loop.run_for(args.quiet_seconds)
+        round_ = {"quiet": quiet, "quiet_snapshot_ms": loop.snapshot_ms,
+                  "quiet_detail": (list(loop.cpu_ms), list(loop.runqueue_ms))}
+        events_before = pod.events
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.5):
+                rss_samples.append(rss_mb())
+
+        gc.callbacks.append(on_gc)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        loop.start()
+        churn_started = time.monotonic()
+        parent.send(("churn", args.rate, args.seconds))
+        produced = parent.recv()
+        churn_wall = time.monotonic() - churn_started
+        applied_in_window = pod.events - events_before
+        lag_events = produced["rv"] - int(pod.resource_version or 0)
+        catch_up_started = time.monotonic()
+        while int(pod.resource_version or 0) < produced["rv"] and time.monotonic() - catch_up_started < 60:
+            time.sleep(0.005)
+        catch_up = time.monotonic() - catch_up_started
+        churn = loop.stop()
+        gc.callbacks.remove(on_gc)
+        sampling.set()
+        sampler.join()
+        round_.update(churn=churn, churn_snapshot_ms=loop.snapshot_ms,
+                      churn_detail=(list(loop.cpu_ms), list(loop.runqueue_ms)),
+                      produced=produced, applied_in_window=applied_in_window, lag_events=lag_events,
+                      catch_up=catch_up, rate=(pod.events - events_before) / (churn_wall + catch_up))
+        round_["ratio"] = percentile(churn, 99) / percentile(quiet, 99)
+        return round_
+
+    rounds = [one_round() for _ in range(max(1, args.rounds))]
+    first = rounds[0]
+    quiet = [x for r in rounds for x in r["quiet"]]
+    churn = [x for r in rounds for x in r["churn"]]
+    quiet_snapshot_ms = [x for r in rounds for x in r["quiet_snapshot_ms"]]
+    churn_snapshot_ms = [x for r in rounds for x in r["churn_snapshot_ms"]]
+    quiet_slowest = _slowest(types.SimpleNamespace(
+        latencies=quiet, cpu_ms=[x for r in rounds for x in r["quiet_detail"][0]],
+        runqueue_ms=[x for r in rounds for x in r["quiet_detail"][1]]))
+    churn_slowest = _slowest(types.SimpleNamespace(
+        latencies=churn, cpu_ms=[x for r in rounds for x in r["churn_detail"][0]],
+        runqueue_ms=[x for r in rounds for x in r["churn_detail"][1]]))
+    produced, applied_in_window = first["produced"], first["applied_in_window"]
+    lag_events, catch_up = first["lag_events"], first["catch_up"]
+    sustained_rate = min(r["rate"] for r in rounds)
 
     # Backlog: how fast the client applies when the generator is not the limit.
     parent.send(("backlog", args.backlog))
@@ -522,7 +547,7 @@ def run(args) -> dict:
         "synced_nodes": snapshot.num_nodes, "synced_counted_pods": stats["counted_pods"],
         "events_generated": produced["events"], "generator_rate": round(produced["events"] / produced["seconds"]),
         "events_applied_during_churn": applied_in_window,
-        "events_per_s_applied_sustained": round(applied_total / (churn_wall + catch_up)),
+        "events_per_s_applied_sustained": round(sustained_rate),
         "lag_events_at_churn_end": lag_events, "catch_up_s": round(catch_up, 3),
         "backlog_events": backlog_applied, "backlog_apply_s": round(backlog_seconds, 2),
         "events_per_s_applied_backlog": round(backlog_applied / backlog_seconds) if backlog_seconds else None,
@@ -530,6 +555,9 @@ def run(args) -> dict:
         "estimate_quiet_p50_ms": round(percentile(quiet, 50), 3), "estimate_quiet_p99_ms": round(quiet_p99, 3),
         "estimate_churn_p50_ms": round(percentile(churn, 50), 3), "estimate_churn_p99_ms": round(churn_p99, 3),
         "estimate_churn_over_quiet_p99": round(churn_p99 / quiet_p99, 2),
+        "rounds": len(rounds),
+        "per_round_churn_over_quiet_p99": [round(r["ratio"], 2) for r in rounds],
+        "per_round_events_per_s": [round(r["rate"]) for r in rounds],
         "estimates_quiet": len(quiet), "estimates_churn": len(churn),
         "slowest_1pct_quiet": quiet_slowest, "slowest_1pct_churn": churn_slowest,
         "gc_during_churn": {f"gen{g}": {"count": len(p), "max_ms": round(max(p), 2) if p else 0,
@@ -561,6 +589,7 @@ def command_line(args) -> str:
             f"--pods {args.pods} --seconds {args.seconds:g} --rate {args.rate} --qps {args.qps:g} "
             f"--burst {args.burst} --page-size {args.page_size} --backlog {args.backlog} --seed {args.seed} "
             f"--quiet-seconds {args.quiet_seconds:g} --estimates-per-second {args.estimates_per_second:g} "
+            f"--rounds {args.rounds} "
             f"--fake-nice {args.fake_nice}")
     if args.estimate_window is not None:
         text += f" --estimate-window {args.estimate_window:g}"
@@ -582,6 +611,8 @@ def main(argv=None) -> int:
     parser.add_argument("--burst", type=int, default=30, help="--kube-api-burst (the CLI default)")
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--quiet-seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="quiet + churn rounds after the sync; latencies are pooled over all rounds")
     parser.add_argument("--estimates-per-second", type=float, default=50.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fake-nice", type=int, default=10,
@@ -638,16 +669,18 @@ def section_text(r: dict) -> str:
         "|---|---|---|",
         f"| initial sync of {r['nodes']:,} nodes + {r['pods']:,} pods ≤ 20 s | {r['initial_sync_s']} s wall "
         f"({r['initial_sync_cpu_s']} s CPU, {r['list_pages']} list pages) | {_verdict(t['initial_sync_le_20s'])} |",
-        f"| ≥ 10,000 events/s applied | {r['events_per_s_applied_sustained']:,}/s sustained for "
-        f"{r['churn_seconds']:g} s (lag {r['lag_events_at_churn_end']:,} events at the end, caught up in "
-        f"{r['catch_up_s']} s); {r['events_per_s_applied_backlog']:,}/s on a {r['backlog_events']:,}-event backlog | "
-        f"{_verdict(t['events_per_s_ge_10000'])} |",
+        f"| ≥ 10,000 events/s applied | {r['events_per_s_applied_sustained']:,}/s sustained (lowest of "
+        f"{r['rounds']} rounds of {r['churn_seconds']:g} s; first round: lag {r['lag_events_at_churn_end']:,} "
+        f"events at the end, caught up in {r['catch_up_s']} s); {r['events_per_s_applied_backlog']:,}/s on a "
+        f"{r['backlog_events']:,}-event backlog | {_verdict(t['events_per_s_ge_10000'])} |",
         f"| steady RSS ≤ 400 MB | {r['rss_mb_churn_steady_max']} MB max over the second half of the churn "
         f"({r['rss_mb_before_sync']} MB before the sync, {r['rss_mb_synced']} MB synced) | "
         f"{_verdict(t['rss_le_400mb'])} |",
         f"| estimate p99 during churn within 2x of quiet | churn p99 {r['estimate_churn_p99_ms']} ms vs quiet p99 "
-        f"{r['estimate_quiet_p99_ms']} ms = {r['estimate_churn_over_quiet_p99']}x (p50 {r['estimate_churn_p50_ms']} "
-        f"vs {r['estimate_quiet_p50_ms']} ms) | {_verdict(t['churn_p99_within_2x_quiet'])} |",
+        f"{r['estimate_quiet_p99_ms']} ms = {r['estimate_churn_over_quiet_p99']}x, pooled over {r['rounds']} rounds "
+        f"({r['estimates_churn']:,} and {r['estimates_quiet']:,} estimates; per round "
+        f"{', '.join(f'{x}x' for x in r['per_round_churn_over_quiet_p99'])}); p50 {r['estimate_churn_p50_ms']} vs "
+        f"{r['estimate_quiet_p50_ms']} ms | {_verdict(t['churn_p99_within_2x_quiet'])} |",
         "",
         f"Churn mix: 35% new pods, 25% deletions, 10% completions (phase Succeeded, which the field selector turns "
         f"into DELETED), 30% status updates; the generator reached {r['generator_rate']:,} events/s of the "
@@ -657,7 +690,7 @@ def section_text(r: dict) -> str:
         + ", ".join(f"{kind} {seconds:g} s" for kind, seconds in r["initial_sync_throttled_s"].items()) + ". "
         f"EstimatePriority paused the reflectors for {r['estimate_priority_paused_s']} s in total.",
         "",
-        "Collector pauses during the churn (all threads): " + ", ".join(
+        "Collector pauses during the churn phases (all threads): " + ", ".join(
             f"{g}: {v['count']} collections, longest {v['max_ms']} ms" for g, v in r["gc_during_churn"].items()) + ".",
         "",
         "Where the slowest 1% of estimates spent their time (mean ms: wall = own CPU + waiting for a CPU + "
