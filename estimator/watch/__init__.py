@@ -13,6 +13,11 @@ into a ClusterCache, with client-go informer semantics (see reflector.py).
   (list completed, watch opened, event or bookmark received); grows while the API server
   is unreachable, while the last state keeps being served.
 
+Sharing one interpreter with the estimates, the loop manages the collector (gc.freeze at
+start and after the first sync; a young collection every 512 watch events) and yields to
+an estimate that has just started (EstimatePriority). benchmarks/RESULTS.md ("Watch churn")
+has the profiles behind each of these.
+
 Only `kubeclient.py` imports `kubernetes`.
 """
 
