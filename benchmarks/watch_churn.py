@@ -716,10 +716,12 @@ PROFILE_NOTES = [
     "every tracked object in the process (~225,000: modules, the kubernetes client's pydantic models, numba, "
     "the cache), and each 500-pod page (~50,000 fresh containers) set one off: 63 full collections were half of "
     "the 17.6 s CPU. `WatchClusterState` runs `gc.collect(); gc.freeze()` at start and after the first full "
-    "sync: 8.8 s CPU, as good as with the collector off (7.7 s). Token-bucket waits stay small (about a second) "
-    "at 20 QPS / pages of 500 because parsing a page takes nearly as long as a token does to refill.",
-    "- *Estimate p99 during churn, 37-80 ms -> ~1.4 ms*, in four steps, each found by splitting the slowest "
-    "estimates into own CPU / run queue / blocked (`/proc/thread-self/schedstat`, `time.thread_time`):",
+    "sync: 8.8 s CPU, as good as with the collector off (7.7 s). orjson for list pages and events (16.9 -> "
+    "7.5 µs per 3.8 KB pod event) brought it to ~7.5 s CPU. The wall time is now the QPS floor: 223 list "
+    "pages + 5 watches through a bucket of burst 30 at 20 QPS take (228 - 30) / 20 ≈ 9.9 s. A bigger "
+    "`page_size` (or --kube-api-qps) would shorten it, with bigger transient pages.",
+    "- *Estimate p99 during churn, 37-80 ms -> ~1.2-1.5 ms*, in four steps, each found by splitting the "
+    "slowest estimates into own CPU / run queue / blocked (`/proc/thread-self/schedstat`, `time.thread_time`):",
     "  1. *Blocked ~23 ms -> ~1.5 ms.* urllib3 decodes a chunked body one chunk (= one event) at a time, so "
     "the pod reflector released and re-took the interpreter lock on every 8 KiB socket read, and an estimate "
     "that had released it (numba kernels, numpy) lost the race to get it back. Watch bodies are now decoded "
@@ -732,13 +734,14 @@ PROFILE_NOTES = [
     "  3. *Own-CPU spikes of 20-30 ms -> none.* Churn keeps CPython's generation-0 allocation count flat (a "
     "new pod record is balanced by a freed old one), so new records piled up in generation 0 unexamined and "
     "the rare young collection walked ~60,000 tuples (`gc.callbacks` timings, `gc.get_objects(0)`). The pod "
-    "reflector collects generation 0 every 512 events: ~470 collections of at most ~0.6 ms in a 20 s churn.",
+    "reflector collects generation 0 every 512 events: ~470 collections of under ~1 ms per 20 s of churn.",
     "  4. What is left in the slowest 1% is mostly *run queue*: waiting for one of the 2 cores, shared with the "
-    "fake API server and colleagues' jobs.",
-    "- *What would reduce the cost further:* decode events in a separate process (JSON parsing, pod requests "
-    "and the unschedulable check are ~75% of the ~40 µs per event), leaving ~10 µs per event in the "
-    "estimator's interpreter; and use `dict` instead of `typing.Mapping` isinstance checks in "
-    "podrequests.py/workloads.py (~30% of the per-event time in a cProfile of parse + upsert_pod).",
+    "fake API server and colleagues' jobs. Single-round runs while building ranged from 1.4x to 2.3x; the "
+    "verdict above is on the pooled rounds.",
+    "- *Per-event cost now:* ~24 µs of CPU for parse + upsert_pod of a 3.8 KB pod (cProfile, json; ~16 µs "
+    "with orjson), after another engineer's `dict` checks in the parsers (623ddf5) took it from ~38 µs. "
+    "Decoding events in a separate process would leave ~5-10 µs per event in the estimator's interpreter, "
+    "the next step if churn p99 must hold on a busier machine.",
 ]
 
 

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import orjson
+
 from estimator.cache import ClusterCache
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
@@ -97,6 +99,15 @@ class ReflectorOptions:
     # left alone, the next young collection walked ~60,000 of them in one 20-30 ms pause.
     young_gc_every: int = 512
     rng: random.Random = field(default_factory=random.Random)
+
+
+def _loads(data: bytes):
+    """JSON -> Python: orjson (~2x the stdlib on API objects), the stdlib for anything orjson
+    refuses that JSON allows (e.g. integers beyond 64 bits); ValueError if neither parses."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 class EstimatePriority:
@@ -315,7 +326,7 @@ class Reflector:
             if self._stop.is_set():
                 raise _Stopped
             try:
-                page = json.loads(body)
+                page = _loads(body)
             except ValueError as error:
                 raise Unavailable(f"list {self.kind}: response is not JSON: {error}") from None
             del body
@@ -390,7 +401,7 @@ class Reflector:
         self.last_ok = opened
         self.status = "watching"
         upsert, delete, namespaced = self._upsert, self._delete, self.spec.namespaced
-        loads, monotonic, priority = json.loads, time.monotonic, self._priority
+        loads, monotonic, priority = _loads, time.monotonic, self._priority
         young_gc_every, collect = options.young_gc_every, gc.collect
         events = 0
         try:
