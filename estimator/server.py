@@ -95,6 +95,7 @@ class EstimatorServer:
         self.config = config
         self.state = state
         self.metrics = EstimatorMetrics()
+        self.metrics.register_state(state)
         self.estimator = Estimator(self._ready_snapshot, packing=config.packing)
         self.kernels_warm = False
         self._ready = False  # readiness: can estimate, and not draining

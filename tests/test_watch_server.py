@@ -176,10 +176,9 @@ def test_healthz_fails_when_the_watch_loop_dies(fake, tmp_path):
         server.stop()
 
 
-def test_watch_counters_are_exported_once_the_state_is_registered(fake, tmp_path):
+def test_the_server_exports_the_watch_counters(fake, tmp_path):
     cluster(fake)
     server = start(fake, tmp_path)
-    server.metrics.register_state(server.state)  # EstimatorServer wiring: see the report of issue 3
     try:
         assert server.wait_ready(180)
         fake.put(pod_object("shop", "one-more", node="n2"))
