@@ -35,7 +35,14 @@ from estimator.model import Taint
 from estimator.podrequests import pod_requests
 from estimator.resources import PODS, QuantityError, is_counted, quantity_to_int
 from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass, QuotaRecord, ScopeRequirement
-from estimator.workloads import WorkloadState, deployment_record, replicaset_record, string_map, unschedulable_pod
+from estimator.workloads import (
+    WorkloadState,
+    deployment_record,
+    object_meta,
+    replicaset_record,
+    string_map,
+    unschedulable_pod,
+)
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -47,18 +54,6 @@ _INITIAL_COLUMNS = 8
 
 
 # --- parsing (pure, before the lock) ----------------------------------------------------
-
-
-def _metadata(obj: Any, namespaced: bool) -> tuple[Mapping, str, str]:
-    if not isinstance(obj, dict):
-        raise ValueError("expected an object (a mapping)")
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise ValueError("metadata: expected a mapping")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError("metadata.name is missing")
-    return meta, (str(meta.get("namespace") or "default") if namespaced else ""), name
 
 
 def zone_key(labels: Mapping[str, str]) -> str:
@@ -95,7 +90,7 @@ class _ParsedNode:
 
 
 def parse_node(obj: Any) -> _ParsedNode:
-    meta, _, name = _metadata(obj, namespaced=False)
+    meta, _, name = object_meta(obj, namespaced=False)
     labels = string_map(meta.get("labels"), "metadata.labels")
     spec = obj.get("spec") or {}
     taints = []
@@ -116,7 +111,7 @@ def parse_node(obj: Any) -> _ParsedNode:
 
 def quota_record(obj: Any) -> QuotaRecord:
     """A ResourceQuota: bare scopes become `Exists` requirements, status amounts ints."""
-    meta, namespace, name = _metadata(obj, namespaced=True)
+    meta, namespace, name = object_meta(obj, namespaced=True)
     spec = obj.get("spec") or {}
     scopes = [ScopeRequirement(str(scope), "Exists") for scope in spec.get("scopes") or ()]
     for expr in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
@@ -341,7 +336,7 @@ class ClusterCache:
     # --- pods ---
 
     def upsert_pod(self, obj: Mapping) -> None:
-        meta, namespace, name = _metadata(obj, namespaced=True)
+        meta, namespace, name = object_meta(obj, namespaced=True)
         node_name = (obj.get("spec") or {}).get("nodeName") or ""
         counted = bool(node_name) and (obj.get("status") or {}).get("phase") not in _TERMINAL_PHASES
         requests = pod_requests(obj) if counted else None

@@ -240,18 +240,24 @@ class UnschedulablePod:
         return self.since + threshold < now
 
 
-def _meta(obj: Mapping) -> tuple[Mapping, str, str]:
+def object_meta(obj: Any, namespaced: bool = True) -> tuple[Mapping, str, str]:
+    """(metadata, namespace, name) of a Kubernetes object dict; ValueError when malformed.
+
+    A namespaced object without a namespace is in "default"; cluster-scoped ones get "".
+    """
+    if not isinstance(obj, dict):
+        raise ValueError("expected an object (a mapping)")
     meta = obj.get("metadata") or {}
     if not isinstance(meta, dict):
         raise ValueError("metadata: expected a mapping")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("metadata.name is missing")
-    return meta, str(meta.get("namespace") or "default"), name
+    return meta, (str(meta.get("namespace") or "default") if namespaced else ""), name
 
 
 def deployment_record(obj: Mapping) -> DeploymentRecord:
-    meta, namespace, name = _meta(obj)
+    meta, namespace, name = object_meta(obj)
     spec = obj.get("spec") or {}
     return DeploymentRecord(
         namespace, name, str(meta.get("uid") or ""), label_selector(spec.get("selector")), template_key(spec.get("template"))
@@ -259,7 +265,7 @@ def deployment_record(obj: Mapping) -> DeploymentRecord:
 
 
 def replicaset_record(obj: Mapping) -> ReplicaSetRecord:
-    meta, namespace, name = _meta(obj)
+    meta, namespace, name = object_meta(obj)
     spec = obj.get("spec") or {}
     return ReplicaSetRecord(
         namespace,
@@ -274,7 +280,7 @@ def replicaset_record(obj: Mapping) -> ReplicaSetRecord:
 
 def unschedulable_pod(obj: Mapping) -> UnschedulablePod | None:
     """The record to keep for a pod, or None when it is not unschedulable right now."""
-    meta, namespace, name = _meta(obj)
+    meta, namespace, name = object_meta(obj)
     status = obj.get("status") or {}
     if status.get("phase") in _TERMINAL_PHASES:
         return None  # Karmada's pod informer never sees terminal pods
