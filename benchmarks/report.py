@@ -217,8 +217,9 @@ def _top(result: dict, md_path: Path) -> str:
     busy = max(start[0], end[0], start[1], end[1]) >= 0.5 * (env["nproc"] or 1)
     shared = (
         f"**Shared machine:** the load average was {start[0]:.2f} / {start[1]:.2f} / {start[2]:.2f} (1/5/15 min) "
-        f"at the start and {end[0]:.2f} / {end[1]:.2f} / {end[2]:.2f} at the end on {env['nproc']} cores: other "
-        "work (colleagues' test runs) shared the CPUs, so every timing here is noisy and biased upwards."
+        f"at the start and {end[0]:.2f} / {end[1]:.2f} / {end[2]:.2f} at the end on {env['nproc']} cores: the "
+        "CPUs were shared (by the benchmark's own server and client processes, and any other work on the "
+        "machine), so timings are noisy and biased upwards."
         if busy else
         f"Load average {start[0]:.2f} / {start[1]:.2f} / {start[2]:.2f} at the start and {end[0]:.2f} / "
         f"{end[1]:.2f} / {end[2]:.2f} at the end (1/5/15 min) on {env['nproc']} cores."
