@@ -24,7 +24,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(log_format: str = "text", verbosity: int = 0) -> None:
-    """--v 0/1: startup, reloads, refusals, errors; --v >= 2: one line per estimate; >= 4: debug."""
+    """--v 0/1: startup, reloads, refusals, errors; --v >= 2: one line per estimate;
+    >= 4: debug, including the placement behind every component-set answer."""
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
@@ -33,4 +34,5 @@ def configure(log_format: str = "text", verbosity: int = 0) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
-    logging.getLogger(REQUEST_LOGGER).setLevel(logging.INFO if verbosity >= 2 else logging.WARNING)
+    request_level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 2 else logging.WARNING
+    logging.getLogger(REQUEST_LOGGER).setLevel(request_level)

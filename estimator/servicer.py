@@ -112,6 +112,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         if log.isEnabledFor(logging.INFO):
             log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s [%s] in %.3fms", obj, estimate.sets,
                      self.estimator.packing, _reasons(estimate.outcome), (time.perf_counter() - started) * 1e3)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("MaxAvailableComponentSets object=%r placement of %d sets: %s", obj, estimate.sets,
+                      estimate.witness())
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):

@@ -83,3 +83,18 @@ def test_sighup_reloads_and_a_bad_reload_keeps_serving(tmp_path):
         log.close()
     text = (tmp_path / "log.txt").read_text()
     assert "reload failed, still serving the previous state" in text
+
+
+def test_verbose_logs_show_each_estimate_and_its_placement(tmp_path):
+    est = LocalEstimator("member-c", [DEMO / "member-c.yaml"], extra_args=["--v", "4"])
+    log = (tmp_path / "log.txt").open("w")
+    est.start(log_file=log)
+    try:
+        wait_serving([est])
+        assert ask_component_sets(Endpoint("member-c", est.address), GPU_WORKERS, "kind=PyTorchJob, name=ml-team/x", 5).value == 4
+    finally:
+        est.stop()
+        log.close()
+    text = (tmp_path / "log.txt").read_text()
+    assert "MaxAvailableComponentSets object='kind=PyTorchJob, name=ml-team/x' sets=4" in text
+    assert "placement of 4 sets: {'worker': {'member-c-gpu-1': 8}}" in text

@@ -1,0 +1,77 @@
+"""The estimate step: every component-set answer comes with a placement that checks out
+against the snapshot it was computed on, also when a quota caps the answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from builders import node, quota
+from estimator.cache import ClusterCache
+from estimator.errors import NotReady
+from estimator.estimate import Estimator
+from estimator.model import Component, ComponentSetsQuery, ReplicaShape
+from estimator.snapshot_source import load_snapshot
+from servers import DEMO
+
+MI = 2**20
+
+
+def train(gpus_per_worker: int) -> ComponentSetsQuery:
+    master = Component("master", 1, ReplicaShape((("cpu", 50), ("memory", 32 * MI)), namespace="ml-team"))
+    worker = Component("worker", 2, ReplicaShape((("cpu", 50), ("memory", 32 * MI), ("nvidia.com/gpu", gpus_per_worker)),
+                                                  namespace="ml-team"))
+    return ComponentSetsQuery((master, worker), "ml-team")
+
+
+def check_witness(estimate, query: ComponentSetsQuery) -> None:
+    """The witness places sets x replicas of every component on nodes that pass its filters,
+    and no node is asked for more than it has free."""
+    snapshot = estimate.snapshot
+    witness = estimate.witness()
+    assert witness is not None
+    used = np.zeros_like(snapshot.available)
+    position = {name: i for i, name in enumerate(snapshot.node_names)}
+    for component in query.components:
+        placed = witness[component.name]
+        assert sum(placed.values()) == estimate.sets * component.replicas
+        mask = snapshot.node_mask(component.shape.claim)
+        for node_name, count in placed.items():
+            n = position[node_name]
+            assert mask[n], f"{component.name} placed on {node_name}, which its filters exclude"
+            used[n, 0] += count
+            for resource, amount in component.shape.requests:
+                used[n, snapshot.column(resource)] += count * amount
+    assert (used <= snapshot.available).all()
+
+
+@pytest.mark.parametrize("packing", ["best", "first-fit"])
+@pytest.mark.parametrize("member", ["member-a", "member-b", "member-c"])
+@pytest.mark.parametrize("gpus", [1, 3])
+def test_demo_answers_have_a_valid_witness(member, gpus, packing):
+    state = load_snapshot([DEMO / f"{member}.yaml"])
+    estimator = Estimator(state.snapshot, packing=packing)
+    query = train(gpus)
+    estimate = estimator.max_available_component_sets(query)
+    check_witness(estimate, query)
+
+
+def test_a_quota_caps_the_answer_and_the_witness_is_trimmed_to_it():
+    cache = ClusterCache()
+    cache.upsert_node(node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
+    cache.upsert_quota(quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
+                       .build())
+    estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
+    assert estimate.sets == 2  # the node holds 4 sets; the quota allows 4 GPUs = 2 sets
+    check_witness(estimate, train(1))
+    assert sum(estimate.witness()["worker"].values()) == 4
+
+
+def test_no_state_yet_is_not_ready():
+    with pytest.raises(NotReady):
+        Estimator(lambda: None).max_available_component_sets(train(1))
+
+
+def test_a_member_without_nodes_answers_zero_before_any_plugin():
+    estimate = Estimator(ClusterCache().snapshot).max_available_component_sets(train(1))
+    assert (estimate.sets, estimate.outcome) == (0, None)
