@@ -35,7 +35,7 @@ from estimator.resources import MAX_INT32, MAX_INT64
 from scheduler_client import wire
 
 MI = 2**20
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "wire-vectors"
+VECTORS_DIR = Path(__file__).resolve().parent / "data" / "wire-vectors"
 CORRUPT = b"\x0a\x05ab"  # field 1 claims 5 bytes, 2 follow
 
 # --- builders for wire messages --------------------------------------------------------------
@@ -471,9 +471,6 @@ def test_unschedulable_threshold_becomes_seconds(nanoseconds, seconds):
 
 # --- Karmada's vectors, converted ------------------------------------------------------------------
 
-needs_vectors = pytest.mark.skipif(not VECTORS_DIR.is_dir(), reason=f"no wire vectors at {VECTORS_DIR}")
-
-
 def vector(name: str, message_type):
     return message_type.FromString((VECTORS_DIR / name).read_bytes())
 
@@ -505,7 +502,6 @@ SMALL_TRAINING_SET = (
 ASSUMED_SMALL_SET = (AssumedWorkload("ml-team", SMALL_TRAINING_SET),)
 
 
-@needs_vectors
 def test_vector_sets_with_claims_and_assumed():
     request = vector("sets_with_claims_and_assumed.bin", pb.MaxAvailableComponentSetsRequest)
     query = convert.component_sets_query(request)
@@ -530,13 +526,11 @@ def test_vector_sets_with_claims_and_assumed():
     )
 
 
-@needs_vectors
 def test_vector_sets_train_small():
     query = convert.component_sets_query(vector("sets_train_small.bin", pb.MaxAvailableComponentSetsRequest))
     assert query == ComponentSetsQuery(components=SMALL_TRAINING_SET, namespace="ml-team")
 
 
-@needs_vectors
 def test_vector_replicas_with_claims():
     query = convert.replicas_query(vector("replicas_with_claims.bin", pb.MaxAvailableReplicasRequest))
     expected_shape = shape(
@@ -551,13 +545,11 @@ def test_vector_replicas_with_claims():
     assert query == ReplicasQuery(shape=expected_shape, assumed=ASSUMED_SMALL_SET)
 
 
-@needs_vectors
 def test_vector_replicas_without_requirements():
     query = convert.replicas_query(vector("replicas_no_requirements.bin", pb.MaxAvailableReplicasRequest))
     assert query == ReplicasQuery(shape=None)
 
 
-@needs_vectors
 def test_vector_unschedulable_deployment():
     ref = convert.workload_ref(vector("unschedulable_deployment.bin", pb.UnschedulableReplicasRequest))
     assert ref == WorkloadRef("apps/v1", "Deployment", "web", "frontend", threshold_seconds=60.0)
@@ -573,7 +565,6 @@ REQUEST_VECTORS = [
 ]
 
 
-@needs_vectors
 @pytest.mark.parametrize(("name", "message_type", "encode"), REQUEST_VECTORS, ids=[v[0] for v in REQUEST_VECTORS])
 def test_our_encoding_of_a_vector_converts_to_the_same_model(name, message_type, encode):
     original = vector(name, message_type)

@@ -1,4 +1,4 @@
-"""Karmada's own encodings (../shared/wire-vectors) against our messages: the contract proof.
+"""Karmada's own encodings (tests/data/wire-vectors) against our messages: the contract proof.
 
 vectors.json lists each .bin with its message type and its content as JSON, the bytes
 fields shown decoded: resourceRequestBytes as "resourceRequest" {name: quantity string},
@@ -31,10 +31,10 @@ from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "wire-vectors"
+VECTORS_DIR = Path(__file__).resolve().parent / "data" / "wire-vectors"
 
-# The contract proof must not quietly vanish: without ../shared/wire-vectors this fails.
-assert (VECTORS_DIR / "vectors.json").is_file(), f"wire vectors not found at {VECTORS_DIR} (expected ../shared beside the repo)"
+# The contract proof must not quietly vanish: a missing vectors.json fails collection loudly.
+assert (VECTORS_DIR / "vectors.json").is_file(), f"wire vectors not found at {VECTORS_DIR}"
 
 VECTORS = json.loads((VECTORS_DIR / "vectors.json").read_text(encoding="utf-8"))
 MESSAGE_TYPES = {
