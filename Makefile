@@ -29,7 +29,7 @@ proto: $(STAMP)
 clean:
 	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis
 
-# Benchmarks (issue 5): `make bench` regenerates benchmarks/RESULTS.md, results/latest.json and the
+# Benchmarks: `make bench` regenerates benchmarks/RESULTS.md, results/latest.json and the
 # plots (about 15 minutes); `make bench-quick` is a smoke run (< 60 s, asserts no timings) that
 # writes to benchmarks/results/quick/ only.
 .PHONY: bench bench-quick

@@ -1,4 +1,4 @@
-"""`make demo`: the reference scenario (shared/docs/scenario.md), start to end, in under a minute.
+"""`make demo`: the reference scenario (docs/scenario.md), start to end, in under a minute.
 
 Starts one accurate estimator per member and packing mode from deploy/demo/, then shows
 train-small and train-big placed

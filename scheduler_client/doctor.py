@@ -2,7 +2,7 @@
 
     diagnose(DoctorInput) -> [Finding]
 
-Each finding names the scenario failure it prevents (shared/docs/scenario.md):
+Each finding names the scenario failure it prevents (docs/scenario.md):
 1. gate MultiplePodTemplatesScheduling off: no components, the job is copied everywhere;
 2. no spread constraint cluster 1..1 (or one Karmada ignores): copied everywhere;
 3. resource models that cannot see a requested resource: 0 sets on every member;

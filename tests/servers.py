@@ -12,7 +12,7 @@ from estimator.state import FileClusterState
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "deploy" / "demo"
-WIRE_VECTORS = REPO.parent / "shared" / "wire-vectors"
+WIRE_VECTORS = REPO / "tests" / "data" / "wire-vectors"
 
 
 def start_server(member: str, snapshots=None, packing: str = "best", **config) -> EstimatorServer:
