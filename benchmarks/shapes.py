@@ -84,4 +84,4 @@ SHAPES: dict[str, tuple[str, ComponentSetsQuery]] = {
     ),
 }
 
-TARGET_SHAPE = "pytorch-small"  # the targets are about this one
+TARGET_SHAPE = "pytorch-small"  # the targets in docs/scenario.md are about this one

@@ -9,7 +9,7 @@ estimator itself would: the list/watch loop
 (estimator.watch.WatchClusterState, real kubernetes client, default --kube-api-qps 20 /
 --kube-api-burst 30, pages of 500), the ClusterCache, and an estimate loop.
 
-Phases and targets (issue 3):
+Phases and targets (docs/scenario.md):
 1. initial sync of every kind (target <= 20 s);
 2. quiet: estimates (a train-small MaxAvailableComponentSets, best packing) at a steady
    pace for a few seconds -> quiet p50/p99;
@@ -649,7 +649,7 @@ def section_text(r: dict) -> str:
     lines = [
         SECTION,
         "",
-        f"Written by `benchmarks/watch_churn.py` (issue 3). **Date:** {r['date']}. **Machine:** {m['nproc']} cores "
+        f"Written by `benchmarks/watch_churn.py`. **Date:** {r['date']}. **Machine:** {m['nproc']} cores "
         f"(nproc), {m['cpu']}, Python {m['python']}; 1-minute load average {m['load_avg_1m_at_start']} at the "
         "start. Other engineers' tests and benchmarks share these 2 cores, so the latency figures are noisy and "
         "biased upwards; rerun the command on a quiet machine to compare.",
