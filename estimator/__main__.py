@@ -17,6 +17,7 @@ from typing import Sequence
 from estimator import logsetup
 from estimator.errors import SnapshotError
 from estimator.httpendpoints import BindAddressError
+from estimator.kernels import cache_note
 from estimator.plugins.noderesource import PACKING_MODES
 
 log = logging.getLogger("estimator")
@@ -40,7 +41,8 @@ Differences from Karmada's Go estimator, on purpose:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=cache_note(),
     )
     src = p.add_argument_group("cluster state (one of)")
     src.add_argument("--snapshot", action="append", default=[], metavar="FILE",

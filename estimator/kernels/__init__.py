@@ -21,12 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import Packing
+from ._numba import cache_note
 from .best import best_sets
 from .firstfit import first_fit_sets
 from .fit import sum_fit
 from .witness import verify_placement
 
-__all__ = ["Packing", "best_sets", "first_fit_sets", "sum_fit", "verify_placement", "warmup"]
+__all__ = ["Packing", "best_sets", "cache_note", "first_fit_sets", "sum_fit", "verify_placement", "warmup"]
 
 
 def warmup() -> None:

@@ -5,10 +5,12 @@ compiling), `nogil=True` (estimates may run on several threads), `fastmath=False
 (capacity arithmetic is integer and must be exact), `boundscheck=False` (the Python
 wrappers validate shapes before any kernel runs).
 
-numba reads NUMBA_CACHE_DIR when it is first imported, so the default is set here, before
-the import. numba keys a cached function on its own source file only: a kernel that
-called an `@kernel` function from another module would keep the old copy of that callee
-after an edit. Kernels therefore only call helpers from their own module; modules talk to
+numba reads NUMBA_CACHE_DIR when it is first imported, so the directory is chosen here,
+before the import (`default_cache_dir` says where and why; `--help` prints it).
+
+numba keys a cached function on its own source file only: a kernel that called an
+`@kernel` function from another module would keep the old copy of that callee after an
+edit. Kernels therefore only call helpers from their own module; modules talk to
 each other through the Python wrappers.
 """
 
@@ -16,14 +18,48 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+from pathlib import Path
+from typing import Mapping
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-def _default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "karmada-estimator", "numba")
+def default_cache_dir(environ: Mapping[str, str], checkout: Path | None, venv: Path | None) -> tuple[str, str]:
+    """Where compiled kernels are cached, and why there.
+
+    An explicit NUMBA_CACHE_DIR wins, then XDG_CACHE_HOME (absolute paths only, as the XDG
+    spec asks). Otherwise the cache stays with the code rather than in the home directory:
+    a source checkout uses its `.numba_cache` (the directory `make` uses, so both share one
+    warm cache), an installed copy its virtualenv. Only an install outside any venv falls
+    back to XDG's own default, ~/.cache. The container image sets NUMBA_CACHE_DIR itself.
+    """
+    explicit = environ.get("NUMBA_CACHE_DIR", "")
+    if explicit:
+        return explicit, "NUMBA_CACHE_DIR"
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "karmada-estimator", "numba"), "$XDG_CACHE_HOME/karmada-estimator/numba"
+    if checkout is not None and (checkout / "pyproject.toml").is_file() and os.access(checkout, os.W_OK):
+        return str(checkout / ".numba_cache"), "the source checkout's .numba_cache"
+    if venv is not None and os.access(venv, os.W_OK):
+        return str(venv / "var" / "cache" / "karmada-estimator" / "numba"), "inside the virtualenv"
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".cache", "karmada-estimator", "numba"), "XDG default, ~/.cache"
 
 
-os.environ.setdefault("NUMBA_CACHE_DIR", _default_cache_dir())
+CACHE_DIR, CACHE_DIR_REASON = default_cache_dir(
+    os.environ, _CHECKOUT, Path(sys.prefix) if sys.prefix != sys.base_prefix else None)
+os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
+if "numba" in sys.modules:  # someone imported numba first: make it see the directory anyway
+    sys.modules["numba"].core.config.reload_config()
+
+
+def cache_note() -> str:
+    """One line for --help: where compiled kernels are kept, and how to move them."""
+    return (f"Compiled kernels are cached in {CACHE_DIR} ({CACHE_DIR_REASON}); "
+            "set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it.")
+
 
 import numba  # noqa: E402  (must follow the cache-dir default above)
 
