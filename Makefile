@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Compiled numba kernels are cached here so only the first run pays for compilation.
+# Compiled numba kernels are cached here so only the first run pays for compilation (the
+# estimator picks the same directory itself when started from a checkout without make).
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
 .PHONY: demo test proto install clean

@@ -57,8 +57,8 @@ if "numba" in sys.modules:  # someone imported numba first: make it see the dire
 
 def cache_note() -> str:
     """One line for --help: where compiled kernels are kept, and how to move them."""
-    return (f"Compiled kernels are cached in {CACHE_DIR} ({CACHE_DIR_REASON}); "
-            "set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it.")
+    return (f"Compiled kernels are cached in {CACHE_DIR}\n({CACHE_DIR_REASON}; "
+            "set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it).")
 
 
 import numba  # noqa: E402  (must follow the cache-dir default above)
