@@ -79,6 +79,11 @@ class Answer:
     reason: str = ""
     seconds: float = 0.0
 
+    @property
+    def failed(self) -> bool:
+        """An error, not an answer: -1 with a reason (a server's own -1 comes without one)."""
+        return self.value == UNKNOWN and bool(self.reason)
+
 
 def _split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")

@@ -113,8 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=STRATEGIES, default=KARMADA,
                    help="karmada: most sets first, then name (default); tightest: fewest sets that fit")
     p.add_argument("--karmada-compatible", action="store_true",
-                   help="answer 0 where Karmada does (resource models blind to a requested resource, no resource "
-                        "summary) instead of -1 (unknown)")
+                   help="answer exactly what Karmada's scheduler does: its targets (every member without a "
+                        "cluster 1..1 spread constraint; the first member, even at 0 sets, with replicaScheduling "
+                        "absent or Duplicated; the general estimator alone when any member's accurate estimator "
+                        "is missing or fails) or its error text; 0 where Karmada answers 0 instead of -1 (unknown). "
+                        "Without it, Karmada's outcome is shown beside this tool's recommendation")
     _add_member_arguments(p)
     return p
 
@@ -221,7 +224,7 @@ def run_place(args) -> int:
         print(json.dumps(report.to_json(result), indent=2))
     else:
         print(report.to_table(result))
-    return EXIT_CHOSEN if result.selected else EXIT_NONE_FITS
+    return EXIT_CHOSEN if result.targets else EXIT_NONE_FITS
 
 
 def run_doctor(args) -> int:

@@ -7,8 +7,12 @@
    (gRPC, through `ask_accurate`, the only I/O, done once for every member a term allows);
 3. per member, the minimum over authentic answers (merge.py);
 4. ONE member per affinity term, in Karmada's order or the tightest fit (select.py);
-   clusterAffinities are tried in order, the first term that places the job wins;
-5. reasons per member and warnings for the job (explain.py for per-node reasons).
+   clusterAffinities are tried in order, the first term that places the job wins; a term's
+   overflowAffinities members rank after its primary group;
+5. what Karmada itself would do (karmada.py): under `karmada_compatible` that IS the answer
+   (several members, a member fitting 0 sets, the general-only choice, or Karmada's error);
+   otherwise it is reported beside this tool's recommendation;
+6. reasons per member and warnings for the job (explain.py for per-node reasons).
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from estimator.model import ComponentSetsQuery
-from scheduler_client import clusterfilter, explain, gates as feature_gates
+from scheduler_client import clusterfilter, explain, gates as feature_gates, karmada
 from scheduler_client.accurate import Answer
 from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import Job
+from scheduler_client.karmada import AccurateReply, KarmadaInput, KarmadaOutcome, Target
 from scheduler_client.members import Member
 from scheduler_client.merge import merge
 from scheduler_client.policy import Placement
@@ -66,6 +71,10 @@ class PlacementResult:
     affinity_term: str
     strategy: str
     warnings: tuple[str, ...]
+    # This tool's answer: one member (the default mode), or Karmada's targets (karmada_compatible).
+    targets: tuple[Target, ...] = ()
+    karmada: KarmadaOutcome | None = None
+    karmada_compatible: bool = False
 
 
 @dataclass
@@ -103,9 +112,8 @@ def _filters(member: Member, job: Job, placement: Placement) -> dict[str, str]:
     if common:
         rejected["*"] = common
     for term in placement.affinity_terms:
-        reason = clusterfilter.affinity_rejects(term.affinity, member)
-        if reason:
-            rejected[term.name] = reason
+        if karmada.overflow_order(term, member) is None:
+            rejected[term.name] = clusterfilter.affinity_rejects(term.affinity, member) or "filtered"
     return rejected
 
 
@@ -169,9 +177,9 @@ def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Opt
                             f"{missing}: they answer -1 (unknown) here, where Karmada answers 0 and rejects the "
                             "member (--karmada-compatible shows Karmada's answer)")
     failed = [r.member.name for r in rows if r.estimates[ACCURATE].value == UNKNOWN]
-    if failed:
+    if failed and not options.karmada_compatible:
         warnings.append(f"accurate estimator of {', '.join(failed)} did not answer: counted as -1 here; Karmada's "
-                        "scheduler would drop the accurate answers of every member for this job")
+                        "scheduler would drop the accurate answers of every member for this job (path c)")
     for row in rows:
         general = row.estimates[GENERAL].value
         if row.blockers and general is not None and general >= 1 and row.sets >= 1 \
@@ -208,12 +216,31 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
 
     selected, chosen_term = None, placement.affinity_terms[0].name
     for term in placement.affinity_terms:
-        candidates = [Candidate(r.member.name, r.sets, r.filter_reason(term.name) is None and r.sets != UNKNOWN)
+        candidates = [Candidate(r.member.name, r.sets, r.filter_reason(term.name) is None and r.sets != UNKNOWN,
+                                karmada.overflow_order(term, r.member) or 0)
                       for r in rows]
         winner = choose(candidates, options.strategy)
         if winner is not None:
             selected, chosen_term = winner.name, term.name
             break
+
+    replies = {name: AccurateReply(None if answer.failed else answer.value, answer.reason)
+               for name, answer in answers.items()}
+    outcome = karmada.outcome(KarmadaInput(job, members, placement, options.gates,
+                                           accurate_enabled=bool(options.accurate_members), accurate=replies))
+    targets = (Target(selected, 0),) if selected else ()
+    compatible = options.karmada_compatible and outcome.exact
+    if compatible:
+        targets = outcome.targets
+        selected = targets[0].name if targets else None
+        chosen_term = outcome.affinity_term
+        if outcome.accurate_dropped:
+            for row in rows:
+                _drop_accurate(row)
+        for row in rows:
+            if outcome.sets.get(row.member.name, karmada.MAX_INT32) != karmada.MAX_INT32:
+                row.sets = outcome.sets[row.member.name]
+    chosen_names = {t.name for t in targets}
 
     results = []
     by_name = {r.member.name: r for r in rows}
@@ -222,7 +249,7 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
         eligible = row.filter_reason(chosen_term) is None and row.sets != UNKNOWN
         if row.filter_reason(chosen_term):
             verdict = FILTERED
-        elif row.member.name == selected:
+        elif row.member.name in chosen_names:
             verdict = CHOSEN
         elif row.sets == UNKNOWN:
             verdict = UNKNOWN_VERDICT
@@ -230,14 +257,36 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             verdict = FITS
         else:
             verdict = TOO_SMALL
+        reasons = _reasons(row, verdict, chosen_term, options.strategy)
+        if compatible and verdict == CHOSEN:
+            reasons = (f"Karmada's target: {row.sets} set(s) as Karmada counts them; "
+                       + ("; ".join(p.text for p in outcome.paths) or "first in (score, available sets, name) order "
+                          "among members with at least one set"),) + reasons[1:]
         results.append(MemberResult(
             name=row.member.name,
             estimates={name: e.value for name, e in row.estimates.items()},
             estimate_reasons={name: e.reason for name, e in row.estimates.items()},
             sets=row.sets,
-            eligible=eligible and row.sets >= 1,
+            eligible=row.member.name in chosen_names if compatible else eligible and row.sets >= 1,
             verdict=verdict,
-            reasons=_reasons(row, verdict, chosen_term, options.strategy),
+            reasons=reasons,
         ))
+    warnings = _warnings(job, placement, rows, options, selected)
+    if options.karmada_compatible and not outcome.exact:
+        warnings.append(f"--karmada-compatible: this case is outside the model of Karmada ({outcome.caveat}); "
+                        "the answer shown is this tool's own")
+    elif outcome.caveat:
+        warnings.append(f"Karmada: {outcome.caveat}")
     return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
-                           tuple(_warnings(job, placement, rows, options, selected)))
+                           tuple(warnings), targets, outcome, compatible)
+
+
+def _drop_accurate(row: _Row) -> None:
+    """Karmada's view after path (c): the general estimator alone."""
+    accurate = row.estimates[ACCURATE]
+    if accurate.value is None:
+        return
+    row.estimates[ACCURATE] = Estimate(accurate.value, f"{accurate.reason}; dropped by Karmada for every member "
+                                                       "because the accurate call failed somewhere (path c)")
+    merged = merge({name: e.value for name, e in row.estimates.items() if name != ACCURATE})
+    row.sets, row.deciding = merged.sets, merged.deciding

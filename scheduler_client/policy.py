@@ -8,8 +8,9 @@ Divided one without a division preference becomes `Weighted`.
 The Karmada facts the helpers encode (pkg/scheduler/core):
 - one member, component sets: only with a spread constraint spreadByField=cluster,
   minGroups=1, maxGroups=1 (isMultiTemplateSchedulingApplicable);
-- Divided + Weighted without dynamic weights ignores spread constraints entirely
-  (shouldIgnoreSpreadConstraint): every matched member gets a copy;
+- Divided + Weighted ignores spread constraints entirely (shouldIgnoreSpreadConstraint) when
+  there is no weightPreference at all, or static weights without a dynamic weight: every
+  matched member gets a copy. `weightPreference: {}` and static + dynamic weights keep them;
 - no replicaScheduling, or Duplicated, ignores available sets when selecting
   (shouldIgnoreAvailableResource): the top member is taken even if it fits 0 sets.
 """
@@ -62,9 +63,17 @@ class ClusterAffinity:
 
 
 @dataclass(frozen=True)
+class OverflowAffinity:
+    name: str
+    affinity: ClusterAffinity
+
+
+@dataclass(frozen=True)
 class AffinityTerm:
     name: str  # "" for spec.placement.clusterAffinity
     affinity: ClusterAffinity
+    # Karmada v1.18+: further member groups a workload may use, ranked after the primary group.
+    overflow: tuple[OverflowAffinity, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,7 @@ class ReplicaScheduling:
     division_defaulted: bool = False
     static_weights: int = 0
     dynamic_weight: str = ""
+    weight_preference_given: bool = False  # `weightPreference: {}` counts: Karmada tests for nil
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,7 @@ class Placement:
     def spread_ignored(self) -> bool:
         rs = self.replica_scheduling
         return (rs is not None and rs.type == DIVIDED and rs.division_preference == WEIGHTED
-                and (rs.static_weights > 0 or not rs.dynamic_weight))
+                and (not rs.weight_preference_given or (rs.static_weights > 0 and not rs.dynamic_weight)))
 
     def availability_ignored(self) -> bool:
         return self.replica_scheduling is None or self.replica_scheduling.type == DUPLICATED
@@ -107,7 +117,9 @@ class Placement:
     def describe(self) -> str:
         spread = ", ".join(f"spreadByField {sc.spread_by_field or sc.spread_by_label} {sc.min_groups}..{sc.max_groups}"
                            for sc in self.spread_constraints) or "no spread constraint"
-        terms = " | ".join((f"{t.name}: " if t.name else "") + t.affinity.describe() for t in self.affinity_terms)
+        terms = " | ".join((f"{t.name}: " if t.name else "") + t.affinity.describe()
+                           + "".join(f" (overflow {o.name}: {o.affinity.describe()})" for o in t.overflow)
+                           for t in self.affinity_terms)
         return f"{spread}; clusterAffinity {terms}"
 
 
@@ -259,7 +271,36 @@ def _replica_scheduling(value: Any, field: str) -> ReplicaScheduling | None:
         division_defaulted=defaulted,
         static_weights=len(_list(weights.get("staticWeightList"), f"{field}.weightPreference.staticWeightList")),
         dynamic_weight=str(weights.get("dynamicWeight") or ""),
+        weight_preference_given=value.get("weightPreference") is not None,
     )
+
+
+def overflow_allowed(rs: ReplicaScheduling | None) -> bool:
+    """Karmada's validation: overflowAffinities only with Divided Aggregated or a dynamic weight."""
+    if rs is None or rs.type != DIVIDED:
+        return False
+    return rs.division_preference == AGGREGATED or (rs.division_preference == WEIGHTED and bool(rs.dynamic_weight))
+
+
+def _overflow(raw: Mapping, term_field: str, primary: ClusterAffinity, name: str) -> tuple[OverflowAffinity, ...]:
+    if raw.get("overflowAffinities") is None:
+        return ()
+    field = f"{term_field}.overflowAffinities"
+    if primary.is_empty:
+        raise PolicyError(field, "can only be used together with the inline clusterAffinity of the term")
+    seen = {name}
+    out = []
+    for i, item in enumerate(_list(raw["overflowAffinities"], field)):
+        item = _mapping(item, f"{field}[{i}]")
+        overflow_name = item.get("affinityName")
+        if not isinstance(overflow_name, str) or not overflow_name:
+            raise PolicyError(f"{field}[{i}].affinityName", "is required")
+        if overflow_name in seen:
+            raise PolicyError(f"{field}[{i}].affinityName", f"{overflow_name!r} repeats the term's or another "
+                                                            "overflow group's name")
+        seen.add(overflow_name)
+        out.append(OverflowAffinity(overflow_name, parse_cluster_affinity(item, f"{field}[{i}]")))
+    return tuple(out)
 
 
 def _tolerations(value: Any, field: str) -> tuple[Toleration, ...]:
@@ -283,14 +324,21 @@ def parse_placement(value: Any, field: str = "spec.placement") -> Placement:
             name = raw.get("affinityName")
             if not isinstance(name, str) or not name:
                 raise PolicyError(f"{term_field}.affinityName", "is required")
-            terms.append(AffinityTerm(name, parse_cluster_affinity(raw, term_field)))
+            primary = parse_cluster_affinity(raw, term_field)
+            terms.append(AffinityTerm(name, primary, _overflow(raw, term_field, primary, name)))
     else:
         terms.append(AffinityTerm("", parse_cluster_affinity(value.get("clusterAffinity"), f"{field}.clusterAffinity")))
+    replica_scheduling = _replica_scheduling(value.get("replicaScheduling"), f"{field}.replicaScheduling")
+    for i, term in enumerate(terms):
+        if term.overflow and not overflow_allowed(replica_scheduling):
+            raise PolicyError(f"{field}.clusterAffinities[{i}].overflowAffinities",
+                              "can only be used together with dynamic weight or aggregated scheduling "
+                              "(replicaScheduling Divided, Aggregated or a dynamicWeight)")
     return Placement(
         affinity_terms=tuple(terms),
         cluster_tolerations=_tolerations(value.get("clusterTolerations"), f"{field}.clusterTolerations"),
         spread_constraints=_spread_constraints(value.get("spreadConstraints"), f"{field}.spreadConstraints"),
-        replica_scheduling=_replica_scheduling(value.get("replicaScheduling"), f"{field}.replicaScheduling"),
+        replica_scheduling=replica_scheduling,
     )
 
 

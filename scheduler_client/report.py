@@ -2,8 +2,17 @@
 
 JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"general": n,
 "resource-models": n|null, "accurate": n|null}, "sets": n, "eligible": bool, "reasons": [...],
-"verdict", "estimateReasons"}], "selected": name|null, "warnings": [...], "strategy",
+"verdict", "estimateReasons"}], "selected": name|null, "targets": [{"name", "replicas"}],
+"karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas"}], "error": text|null,
+"affinityTerm", "paths": [{"path": "a"|"b"|"c", "decisive", "text"}], "order": [names],
+"sets": {name: n}, "accurateDropped", "exact", "caveat"}, "warnings": [...], "strategy",
 "affinityTerm"}. An estimate of -1 means "this estimator does not know"; null, not asked.
+
+`targets` is this tool's answer: Karmada's own targets under --karmada-compatible, else the
+one member it recommends. `karmada` is always Karmada's outcome: its targets as the
+ResourceBinding's spec.clusters (a component job goes whole to each, written replicas 0),
+or, when it places nothing, `error`, the text Karmada's scheduler reports. `exact: false`
+means the case is outside the model (see `caveat`); its targets are then empty.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from estimator.model import Component
+from scheduler_client.karmada import KarmadaOutcome
 from scheduler_client.placement import ESTIMATORS, PlacementResult
 from scheduler_client.units import requests_text
 from scheduler_client.wire import quantity_string
@@ -37,6 +47,20 @@ def _component_json(component: Component) -> dict[str, Any]:
     return out
 
 
+def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
+    return {
+        "targets": [{"name": t.name, "replicas": t.replicas} for t in k.targets],
+        "error": k.error,
+        "affinityTerm": k.affinity_term,
+        "paths": [{"path": p.path, "decisive": p.decisive, "text": p.text} for p in k.paths],
+        "order": list(k.order),
+        "sets": dict(k.sets),
+        "accurateDropped": k.accurate_dropped,
+        "exact": k.exact,
+        "caveat": k.caveat,
+    }
+
+
 def to_json(result: PlacementResult) -> dict[str, Any]:
     job = result.job
     return {
@@ -55,6 +79,9 @@ def to_json(result: PlacementResult) -> dict[str, Any]:
             for m in result.members
         ],
         "selected": result.selected,
+        "targets": [{"name": t.name, "replicas": t.replicas} for t in result.targets],
+        "karmadaCompatible": result.karmada_compatible,
+        "karmada": karmada_json(result.karmada) if result.karmada else None,
         "warnings": list(result.warnings),
         "strategy": result.strategy,
         "affinityTerm": result.affinity_term,
@@ -76,6 +103,25 @@ def columns(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
     return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths))).rstrip() for row in rows]
 
 
+def karmada_lines(result: PlacementResult) -> list[str]:
+    k = result.karmada
+    if k is None:
+        return []
+    if not k.exact:
+        return [f"Karmada: not modelled here ({k.caveat})"]
+    where = ", ".join(t.name for t in k.targets)
+    term = f" (clusterAffinities term {k.affinity_term})" if k.affinity_term and k.targets else ""
+    if result.karmada_compatible:
+        lines = []
+    elif k.targets:
+        same = [t.name for t in k.targets] == [t.name for t in result.targets]
+        lines = [f"Karmada would place it on: {where}{term}" + (" (the same)" if same else "")]
+    else:
+        lines = [f"Karmada would place nothing: {k.error}"]
+    lines += [f"  Karmada path {p.text}" for p in k.paths]
+    return lines
+
+
 def to_table(result: PlacementResult) -> str:
     job = result.job
     lines = [f"{job.kind} {job.namespace}/{job.name}: one set = {set_text(job.components)}",
@@ -92,8 +138,14 @@ def to_table(result: PlacementResult) -> str:
             lines.append(f"  {(m.name if i == 0 else '').ljust(width)}  {reason}")
     lines.append("")
     term = f" (clusterAffinities term {result.affinity_term})" if result.affinity_term and result.selected else ""
-    lines.append(f"selected: {result.selected}{term}" if result.selected else
-                 "selected: none - no member can host one complete set")
+    if result.karmada_compatible and len(result.targets) > 1:
+        lines.append(f"selected: {', '.join(t.name for t in result.targets)} (Karmada copies the whole job to each)")
+    elif result.karmada_compatible and not result.targets and result.karmada and result.karmada.error:
+        lines.append(f"selected: none - Karmada: {result.karmada.error}")
+    else:
+        lines.append(f"selected: {result.selected}{term}" if result.selected else
+                     "selected: none - no member can host one complete set")
+    lines += karmada_lines(result)
     if result.warnings:
         lines.append("warnings:")
         lines += [f"  ! {w}" for w in result.warnings]

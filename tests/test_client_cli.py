@@ -59,8 +59,9 @@ def test_a_chosen_member_exits_0_and_the_table_explains_every_member(capsys, est
 
 def test_no_member_fitting_exits_3(capsys):
     code, out, _ = run(capsys, "--job", JOB_BIG, "--policy", GOOD, "--clusters", CLUSTERS, *SNAPSHOTS,
-                       "--karmada-compatible")
+                       "--karmada-compatible", "--feature-gates", "MultiplePodTemplatesScheduling=true")
     assert code == 3 and "selected: none" in out and "scenario failure 3" in out
+    assert "no enough resource when selecting 1 clusters" in out
 
 
 def test_the_general_estimator_alone_picks_member_b_and_warns(capsys):
@@ -270,9 +271,13 @@ def test_bad_durations_are_refused(text):
 
 
 def test_the_module_entry_point_exits_with_the_status(tmp_path):
+    # Gate on, blind default models: Karmada's general estimator answers 0 everywhere.
     result = subprocess.run([sys.executable, "-m", "scheduler_client.cli", "--job", JOB_BIG, "--clusters", CLUSTERS,
+                             "--policy", GOOD, "--feature-gates", "MultiplePodTemplatesScheduling=true",
                              "--karmada-compatible", "-o", "json"], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 3 and json.loads(result.stdout)["selected"] is None
+    assert json.loads(result.stdout)["karmada"]["error"] == \
+        "failed to select clusters: no enough resource when selecting 1 clusters"
 
 
 @pytest.mark.slow

@@ -1,0 +1,319 @@
+"""What Karmada's scheduler does with this job, step by step as its code does. Pure.
+
+    outcome(KarmadaInput) -> KarmadaOutcome: the target members (name + replicas, as Karmada
+    writes them into the ResourceBinding) or Karmada's error text when it places nothing.
+
+The facts followed (karmada pkg/scheduler at v1.18.2, the newest release the Go proxy serves):
+- Filters (APIEnablement, TaintToleration, ClusterAffinity, SpreadConstraint). A workload's
+  clusterAffinities term also admits its overflowAffinities groups; with nothing feasible the
+  error is "0/N clusters are available: <count> <reason>, ...." (reasons sorted as text).
+- Available sets. With MultiplePodTemplatesScheduling on and a spread constraint cluster 1..1,
+  MaxAvailableComponentSets of every estimator, minimum over answers that are not -1; a member
+  no estimator knows gets spec.replicas, 0 for a component job. The accurate client asks every
+  feasible member under one deadline; ONE error (no connected estimator, a failed or late
+  call) fails the whole call and the scheduler drops the accurate answers of EVERY member (c).
+- Order: overflow group, score (0 for a new binding), available sets (more first), name.
+- Selection (SelectBestClusters): no spread constraint, or one Karmada ignores (Divided +
+  Weighted with no weightPreference, or static weights without a dynamic weight): every
+  feasible member (a). By cluster: fewer feasible members than minGroups is an error; the
+  first min(n, maxGroups) members; with replicaScheduling absent or Duplicated no capacity
+  check at all (b); otherwise the swap in selectClustersByAvailableResource, and "no enough
+  resource when selecting N clusters" when the total is short.
+- AssignReplicas: a component job has spec.replicas 0 and no replicaRequirements, so every
+  selected member gets the whole job, written as replicas 0.
+- clusterAffinities are tried in order; when all fail, the error is the first term's.
+With the gate off, Karmada never reads the components of a kind it only knows through
+componentResource: the job is not a workload, every member counts MaxInt32 and ties break
+by name (a FlinkDeployment, which also has replicaResource, is outside this model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from estimator.filters import tolerates
+from estimator.model import NO_EXECUTE, NO_SCHEDULE
+from scheduler_client import clusterfilter, gates as feature_gates
+from scheduler_client.general import UNKNOWN, model_sets, summary_sets
+from scheduler_client.interpreters import Job
+from scheduler_client.members import Member
+from scheduler_client.merge import merge
+from scheduler_client.policy import DUPLICATED, AffinityTerm, Placement
+
+MAX_INT32 = 2**31 - 1
+PATH_A, PATH_B, PATH_C = "a", "b", "c"
+# Kinds Karmada's built-in interpreter also reads with replicaResource (GetReplicas).
+_REPLICA_KINDS = frozenset({"FlinkDeployment"})
+_OVERFLOW_UNMATCHED = 1000
+_AFFINITY_REASON = "cluster(s) did not match the placement cluster affinity constraint"
+_API_REASON = "cluster(s) did not have the API resource"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True)
+class AccurateReply:
+    """What Karmada's accurate client got from one member: a value, or an error."""
+
+    value: int | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class PathNote:
+    path: str  # "a", "b" or "c"
+    decisive: bool  # the outcome would differ without this path
+    text: str
+
+
+@dataclass(frozen=True)
+class KarmadaInput:
+    job: Job
+    members: Sequence[Member]
+    placement: Placement
+    gates: Mapping[str, bool]
+    accurate_enabled: bool = False  # karmada-scheduler --enable-scheduler-estimator
+    accurate: Mapping[str, AccurateReply] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KarmadaOutcome:
+    targets: tuple[Target, ...]
+    error: str | None
+    affinity_term: str
+    paths: tuple[PathNote, ...]
+    order: tuple[str, ...]  # feasible members of the deciding term, in Karmada's order
+    sets: Mapping[str, int]  # what Karmada ranked them by (sets, or MaxInt32 when not a workload)
+    accurate_dropped: bool
+    exact: bool = True
+    caveat: str = ""
+
+
+@dataclass
+class _Term:
+    targets: tuple[Target, ...] = ()
+    error: str | None = None
+    paths: list[PathNote] = field(default_factory=list)
+    order: tuple[str, ...] = ()
+    sets: dict[str, int] = field(default_factory=dict)
+    dropped: bool = False
+    exact: bool = True
+    caveat: str = ""
+
+
+def is_workload(job: Job, gates: Mapping[str, bool]) -> bool:
+    return bool(job.components) and gates.get(feature_gates.MULTIPLE_POD_TEMPLATES, False)
+
+
+def _filter_reason(member: Member, job: Job, placement: Placement, term: AffinityTerm, workload: bool) -> str | None:
+    # Go runs the plugins in map order; a member failing several reports one of them. We check
+    # API, taints, affinity, spread properties in that order.
+    if member.api_enablements is not None and (job.api_version, job.kind) not in member.api_enablements:
+        return _API_REASON
+    for taint in member.taints:
+        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(placement.cluster_tolerations, taint):
+            return "cluster(s) had untolerated taint {" + taint.key + (f"={taint.value}" if taint.value else "") \
+                + f":{taint.effect}" + "}"
+    if overflow_order(term, member, workload) is None:
+        return _AFFINITY_REASON
+    for sc in placement.spread_constraints:
+        if sc.spread_by_field == "provider" and not member.provider:
+            return "cluster(s) did not have provider property"
+        if sc.spread_by_field == "region" and not member.region:
+            return "cluster(s) did not have region property"
+        if sc.spread_by_field == "zone" and not member.zones:
+            return "cluster(s) did not have zones property"
+    return None
+
+
+def overflow_order(term: AffinityTerm, member: Member, workload: bool = True) -> int | None:
+    """0 in the term's primary group, i+1 in its i-th overflow group, None when filtered out."""
+    if clusterfilter.affinity_rejects(term.affinity, member) is None:
+        return 0
+    if workload:
+        for i, overflow in enumerate(term.overflow):
+            if clusterfilter.affinity_rejects(overflow.affinity, member) is None:
+                return i + 1
+    return None
+
+
+def fit_error(total: int, reasons: Sequence[str]) -> str:
+    if total == 0 or not reasons:
+        return f"0/{total} clusters are available: no cluster exists."
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return f"0/{total} clusters are available: " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + "."
+
+
+def general_sets(member: Member, job: Job, gates: Mapping[str, bool]) -> int:
+    """Karmada's general estimator: resource summary, bounded by the resource models when on."""
+    answers = {"summary": summary_sets(member.summary, job.components, karmada_compatible=True).value}
+    if gates.get(feature_gates.RESOURCE_MODELING, True):
+        answers["models"] = model_sets(member.models, member.grade_counts, job.components, True).value
+    merged = merge(answers)
+    return merged.sets if merged.sets != UNKNOWN else 0
+
+
+def select_by_available(ranked: Sequence[tuple[str, int]], need_count: int, need: int) -> list[tuple[str, int]] | None:
+    """selectClustersByAvailableResource: the first need_count, swapping in bigger members from
+    the rest, last slot first, until the total reaches `need`; None when it never does."""
+    ranked = list(ranked)
+    chosen, rest = ranked[:need_count], ranked[need_count:]
+    slot = len(chosen) - 1
+    while sum(s for _, s in chosen) < need and slot >= 0:
+        best, pick = chosen[slot][1], -1
+        for i, (_, sets) in enumerate(rest):
+            if sets > best:
+                best, pick = sets, i
+        if pick >= 0:
+            chosen[slot], rest[pick] = rest[pick], chosen[slot]
+        slot -= 1
+    return chosen if sum(s for _, s in chosen) >= need else None
+
+
+def _names(items: Sequence) -> str:
+    return ", ".join(items)
+
+
+def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
+    job, placement = inp.job, inp.placement
+    workload = is_workload(job, inp.gates)
+    out = _Term()
+    feasible, reasons = [], []
+    for m in inp.members:
+        reason = _filter_reason(m, job, placement, term, workload)
+        (reasons.append(reason) if reason else feasible.append(m))
+    if not feasible:
+        out.error = fit_error(len(inp.members), reasons)
+        return out
+    names = [m.name for m in feasible]
+    one_member = placement.single_member_spread()
+    applicable = workload and one_member
+
+    dropped, failing = False, []
+    if not workload:
+        sets = {n: MAX_INT32 for n in names}
+    elif applicable:
+        general = {m.name: general_sets(m, job, inp.gates) for m in feasible}
+        with_accurate = dict(general)
+        if inp.accurate_enabled:
+            failing = [n for n in names if inp.accurate.get(n, AccurateReply(None)).value is None]
+            for n in names:
+                reply = inp.accurate.get(n)
+                if reply is not None and reply.value is not None and reply.value != UNKNOWN:
+                    with_accurate[n] = min(with_accurate[n], reply.value)
+            dropped = bool(failing)
+        sets = general if dropped else with_accurate
+    else:
+        # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
+        sets = {m.name: min(m.summary.allowed_pods(), MAX_INT32) if m.summary else 0 for m in feasible}
+        if inp.accurate_enabled:
+            out.exact = False
+            out.caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
+                          "(no requirements), which is not asked here: the order uses cluster-total free pods")
+    order_key = {m.name: overflow_order(term, m, workload) or 0 for m in feasible}
+
+    def ranked_by(values: Mapping[str, int]) -> list[tuple[str, int]]:
+        return sorted(((n, values[n]) for n in names), key=lambda p: (order_key[p[0]], -p[1], p[0]))
+
+    ranked = ranked_by(sets)
+    out.order, out.sets, out.dropped = tuple(n for n, _ in ranked), dict(sets), dropped
+
+    def select(ranked_list: list[tuple[str, int]]) -> tuple[list[str] | None, str | None, str]:
+        """(selected names, error, branch)"""
+        constraints = placement.spread_constraints
+        if not constraints or placement.spread_ignored():
+            return [n for n, _ in ranked_list], None, PATH_A
+        fields = {sc.spread_by_field for sc in constraints}
+        if "region" in fields:
+            return None, None, "region"
+        if "cluster" not in fields:
+            return None, "failed to select clusters: just support cluster and region spread constraint", ""
+        sc = [c for c in constraints if c.spread_by_field == "cluster"][-1]
+        if len(ranked_list) < sc.min_groups:
+            return None, ("failed to select clusters: the number of feasible clusters is less than "
+                          "spreadConstraint.MinGroups"), ""
+        count = min(len(ranked_list), sc.max_groups)
+        if placement.availability_ignored():
+            return [n for n, _ in ranked_list[:count]], None, PATH_B
+        picked = select_by_available(ranked_list, count, 1 if applicable else 0)
+        if not picked:
+            return None, f"failed to select clusters: no enough resource when selecting {count} clusters", ""
+        return [n for n, _ in picked], None, ""
+
+    selected, error, branch = select(ranked)
+    if branch == "region":
+        out.exact = False
+        out.caveat = "a spread constraint by region: Karmada's region selection is not modelled here"
+        return out
+    if error:
+        out.error = error
+    elif not selected:
+        out.error = "failed to assign replicas: no clusters available to schedule"
+    else:
+        out.targets = tuple(Target(n, 0) for n in selected)
+
+    if branch == PATH_A and job.components:
+        why = ("the policy has no spread constraint" if not placement.spread_constraints else
+               "replicaScheduling Divided + Weighted without a dynamic weight makes Karmada ignore the spread "
+               "constraint")
+        out.paths.append(PathNote(PATH_A, True,
+                                  f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
+                                  f"whole job to each of them, without a capacity check: {_names(selected or [])}"))
+    if branch == PATH_B and applicable and selected:
+        chosen = selected[0]
+        checked = select_by_available(ranked, 1, 1) or []
+        alternative = checked[0][0] if checked else None
+        decisive = sets[chosen] < 1 or alternative != chosen
+        state = "absent" if placement.replica_scheduling is None else DUPLICATED
+        fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else "it fits 0 sets, so the pods stay Pending")
+        out.paths.append(PathNote(PATH_B, decisive,
+                                  f"(b) replicaScheduling is {state}: Karmada takes the first member in "
+                                  f"(score, available sets, name) order without checking it fits: {chosen}; {fit}"))
+    if dropped:
+        kept = ranked_by(with_accurate)
+        alt_selected, alt_error, _ = select(kept)
+        decisive = (alt_selected or None, alt_error) != (selected or None, error)
+        who = "; ".join(f"{n}: {inp.accurate.get(n, AccurateReply(None, 'no accurate estimator')).error or 'no answer'}"
+                        for n in failing)
+        effect = ("this changes the outcome" + (f" (with them: {_names(alt_selected)})" if alt_selected else "")
+                  if decisive else "this does not change the outcome here")
+        out.paths.append(PathNote(PATH_C, decisive,
+                                  f"(c) the accurate estimator call failed for {who}: Karmada's accurate client "
+                                  "returns one error for the whole call and the scheduler drops the accurate answers "
+                                  f"of EVERY member, using the general estimator alone; {effect}"))
+    return out
+
+
+def outcome(inp: KarmadaInput) -> KarmadaOutcome:
+    job = inp.job
+    gate_off = bool(job.components) and not inp.gates.get(feature_gates.MULTIPLE_POD_TEMPLATES, False)
+    if gate_off and job.kind in _REPLICA_KINDS:
+        return KarmadaOutcome((), None, "", (), (), {}, False, False,
+                              f"{feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada reads the {job.kind} through "
+                              "replicaResource and divides replicas, which is not modelled here")
+    first: _Term | None = None
+    chosen, chosen_name = None, ""
+    for term in inp.placement.affinity_terms:
+        result = _schedule(inp, term)
+        if first is None:
+            first = result
+        if result.error is None:
+            chosen, chosen_name = result, term.name
+            break
+    if chosen is None:
+        chosen, chosen_name = first, inp.placement.affinity_terms[0].name
+    caveat = chosen.caveat
+    if gate_off:
+        caveat = (f"feature gate {feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada does not read the job's "
+                  "components, counts every member as unlimited and breaks ties by name"
+                  + (f"; {caveat}" if caveat else ""))
+    error = first.error if chosen.error is not None else None
+    return KarmadaOutcome(chosen.targets if error is None else (), error, chosen_name, tuple(chosen.paths),
+                          chosen.order, chosen.sets, chosen.dropped, chosen.exact, caveat)
