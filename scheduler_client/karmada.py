@@ -214,7 +214,6 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
         # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
         sets = {m.name: min(m.summary.allowed_pods(), MAX_INT32) if m.summary else 0 for m in feasible}
         if inp.accurate_enabled:
-            out.exact = False
             out.caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
                           "(no requirements), which is not asked here: the order uses cluster-total free pods")
     order_key = {m.name: overflow_order(term, m, workload) or 0 for m in feasible}
@@ -248,6 +247,8 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
         return [n for n, _ in picked], None, ""
 
     selected, error, branch = select(ranked)
+    if out.caveat and branch != PATH_A and selected and len(selected) < len(names):
+        out.exact = False  # which members are selected depends on that order
     if branch == "region":
         out.exact = False
         out.caveat = "a spread constraint by region: Karmada's region selection is not modelled here"
