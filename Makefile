@@ -45,3 +45,29 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	BENCH_COMMAND="make bench-quick" $(PY) -m benchmarks.run --quick
+
+# End-to-end with the real peers (needs Go 1.26 and the Go module proxy): builds etcd and
+# kube-apiserver from e2e/kube (versions in e2e/versions.mk, the one place for them) into
+# .e2e/bin/ once per version, Karmada's programs via e2e-karmada, then runs the comparison.
+# See README "End-to-end with the real peers".
+include e2e/versions.mk
+E2E_BIN := .e2e/bin
+E2E_GO := GOFLAGS='-trimpath -buildvcs=false' go
+.PHONY: e2e e2e-kube
+
+$(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION): e2e/kube/go.mod e2e/kube/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/kube && test "$$(go list -m -f '{{.Version}}' k8s.io/kubernetes)" = "$(KUBERNETES_VERSION)" \
+	  || { echo "e2e/kube/go.mod pins a different k8s.io/kubernetes than KUBERNETES_VERSION=$(KUBERNETES_VERSION)"; exit 2; }
+	cd e2e/kube && $(E2E_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(E2E_BIN)/etcd-$(ETCD_VERSION): e2e/kube/go.mod e2e/kube/go.sum e2e/kube/cmd/etcd/main.go e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/kube && test "$$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)" = "$(ETCD_VERSION)" \
+	  || { echo "e2e/kube/go.mod pins a different etcd than ETCD_VERSION=$(ETCD_VERSION)"; exit 2; }
+	cd e2e/kube && $(E2E_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/etcd
+
+e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD_VERSION)
+
+e2e: $(STAMP) e2e-kube e2e-karmada
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness

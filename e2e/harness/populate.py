@@ -1,0 +1,105 @@
+"""Writes member states into the real apiserver through the official `kubernetes` client.
+
+Objects are created as a user would (spec on create); what a kubelet or controller would
+write (node allocatable, pod phase and conditions, quota hard/used) goes through the status
+subresource, since no kubelet or controller manager runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from kubernetes import client, config
+
+from e2e.harness.members import NAMESPACES, MemberState
+
+ZERO = client.V1DeleteOptions(grace_period_seconds=0, propagation_policy="Background")
+
+
+class Populator:
+    def __init__(self, kubeconfig: Path):
+        self.api_client = config.new_client_from_config(str(kubeconfig))
+        self.api_client.configuration.retries = 3
+        self.core = client.CoreV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+
+    def ensure_namespaces(self, names=NAMESPACES) -> None:
+        existing = {ns.metadata.name for ns in self.core.list_namespace().items}
+        for name in names:
+            if name not in existing:
+                self.core.create_namespace({"metadata": {"name": name}})
+
+    def clear(self, namespaces=NAMESPACES) -> None:
+        for ns in namespaces:
+            self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+            self.core.delete_collection_namespaced_resource_quota(ns)
+            self.apps.delete_collection_namespaced_replica_set(ns)
+            self.apps.delete_collection_namespaced_deployment(ns)
+        self.core.delete_collection_node()
+
+    def create_node(self, node: dict) -> None:
+        body = {k: v for k, v in node.items() if k != "status"}
+        self.core.create_node(body)
+        self.core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+
+    def create_pod(self, pod: dict, owner: dict | None = None) -> None:
+        body = copy.deepcopy({k: v for k, v in pod.items() if k != "status"})
+        body["metadata"].pop("_owner", None)
+        if owner is not None:
+            body["metadata"]["ownerReferences"] = [owner]
+        created = self.core.create_namespaced_pod(body["metadata"]["namespace"], body)
+        status = pod.get("status")
+        if status and status != {"phase": "Pending"}:
+            self.core.patch_namespaced_pod_status(created.metadata.name, created.metadata.namespace, {"status": status})
+
+    def apply(self, state: MemberState) -> None:
+        for node in state.nodes:
+            self.create_node(node)
+        for quota in state.quotas:
+            ns = quota["metadata"]["namespace"]
+            self.core.create_namespaced_resource_quota(ns, {k: v for k, v in quota.items() if k != "status"})
+            self.core.patch_namespaced_resource_quota_status(quota["metadata"]["name"], ns, {"status": quota["status"]})
+        owners: dict[tuple[str, str], dict] = {}
+        for deployment in state.deployments:
+            ns = deployment["metadata"]["namespace"]
+            body = {k: v for k, v in deployment.items() if not k.startswith("_")}
+            created = self.apps.create_namespaced_deployment(ns, body)
+            for rs in deployment["_replicasets"]:
+                rs_body = copy.deepcopy(rs)
+                rs_body["metadata"]["ownerReferences"] = [{
+                    "apiVersion": "apps/v1", "kind": "Deployment", "name": created.metadata.name,
+                    "uid": created.metadata.uid, "controller": True, "blockOwnerDeletion": True}]
+                made = self.apps.create_namespaced_replica_set(ns, rs_body)
+                owners[(ns, made.metadata.name)] = {
+                    "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": made.metadata.name,
+                    "uid": made.metadata.uid, "controller": True, "blockOwnerDeletion": True}
+        for pod in state.pods:
+            meta = pod["metadata"]
+            owner = owners.get((meta["namespace"], meta["_owner"])) if "_owner" in meta else None
+            self.create_pod(pod, owner)
+
+    def _raw_list(self, path: str) -> list[dict]:
+        response = self.api_client.call_api(path, "GET", query_params=[("limit", "0")], auth_settings=["BearerToken"],
+                                            _preload_content=False, response_type=None)
+        data = response[0] if isinstance(response, tuple) else response
+        return json.loads(data.data)["items"]
+
+    def dump(self, path: Path) -> int:
+        """Everything the estimators read, as one v1 List file (the --snapshot format)."""
+        items = []
+        for kind, api_version, url in (
+            ("Node", "v1", "/api/v1/nodes"), ("Pod", "v1", "/api/v1/pods"),
+            ("ResourceQuota", "v1", "/api/v1/resourcequotas"),
+            ("ReplicaSet", "apps/v1", "/apis/apps/v1/replicasets"), ("Deployment", "apps/v1", "/apis/apps/v1/deployments"),
+        ):
+            for obj in self._raw_list(url):
+                obj.setdefault("kind", kind)
+                obj.setdefault("apiVersion", api_version)
+                items.append(obj)
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+        return len(items)
+
+    def close(self) -> None:
+        self.api_client.close()
