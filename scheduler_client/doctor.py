@@ -10,6 +10,14 @@ Each finding names the scenario failure it prevents (docs/scenario.md):
    snapshot, the member where that already misleads Karmada is named).
 Also: a policy that does not select the job, and a policy that lets Karmada take a member
 without checking it fits.
+
+Findings that are one of Karmada's scheduler paths deciding where the job goes carry the
+path: (a) no cluster 1..1 spread (or one Karmada ignores): a copy to every feasible member;
+(b) replicaScheduling absent or Duplicated: the first member even at 0 sets; (c) a member
+passing the filters without an accurate estimator while others have one: Karmada's accurate
+call fails as a whole and the general estimator alone decides for every member. With
+members given, the member Karmada would take in (b) is named (general estimator only:
+doctor asks no estimator).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from scheduler_client import clusterfilter, explain
+from scheduler_client import clusterfilter, explain, karmada
 from scheduler_client.gates import MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING
 from scheduler_client.general import requested_names, summary_sets
 from scheduler_client.interpreters import Job
@@ -37,6 +45,7 @@ class Finding:
     failure: int | None  # the scenario's silent failure this is, if any
     message: str
     fix: str
+    karmada_path: str | None = None  # "a", "b" or "c": the scheduler path that decides the outcome
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ class DoctorInput:
 def _allowed(members: Sequence[Member], job: Job, policy: Policy) -> list[str]:
     term = policy.placement.affinity_terms[0]
     return [m.name for m in members
-            if clusterfilter.affinity_rejects(term.affinity, m) is None
+            if karmada.overflow_order(term, m) is not None
             and clusterfilter.taints_reject(m, policy.placement.cluster_tolerations) is None
             and clusterfilter.api_rejects(m, job.api_version, job.kind) is None]
 
@@ -67,9 +76,16 @@ def _gate(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
         return []
     how = "turned off" if MULTIPLE_POD_TEMPLATES in inp.explicit_gates else "off by default in Karmada"
     times = f": the job would run {len(allowed)} times" if len(allowed) > 1 else ""
+    where = f"copies it to {_everywhere(allowed)}{times}"
+    placement = inp.policy.placement
+    if placement.single_member_spread() and not placement.spread_ignored():
+        outcome = karmada.outcome(karmada.KarmadaInput(inp.job, inp.members, placement, inp.gates)) \
+            if inp.members else None
+        taken = f" ({outcome.targets[0].name})" if outcome and outcome.targets else ""
+        where = f"puts it on the first allowed member by name{taken} without looking at its resources"
     return [Finding("gate-off", ERROR, 1,
                     f"feature gate {MULTIPLE_POD_TEMPLATES} is {how}: the {inp.job.kind} carries no components, "
-                    f"Karmada treats it like a ConfigMap and copies it to {_everywhere(allowed)}{times}",
+                    f"Karmada treats it like a ConfigMap and {where}",
                     f"run karmada-controller-manager and karmada-scheduler with "
                     f"--feature-gates={MULTIPLE_POD_TEMPLATES}=true")]
 
@@ -101,7 +117,8 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
                                 f"{what}: Karmada never takes the multi-component path and copies the job to "
                                 f"{_everywhere(allowed)}"
                                 + ("; replicaDivisionPreference: Aggregated does not change that" if aggregated else ""),
-                                f"add {ONE_MEMBER_SPREAD}"))
+                                f"add {ONE_MEMBER_SPREAD}", karmada.PATH_A if not placement.spread_constraints
+                                or placement.spread_ignored() else None))
     elif placement.spread_ignored():
         rs = placement.replica_scheduling
         why = "defaulted to Weighted by Karmada's webhook" if rs.division_defaulted else "Weighted"
@@ -109,14 +126,24 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
                                 f"replicaScheduling is Divided and replicaDivisionPreference is {why}, with no dynamic "
                                 "weight: Karmada ignores spread constraints then and copies the job to "
                                 f"{_everywhere(allowed)}",
-                                "set replicaDivisionPreference: Aggregated"))
+                                "set replicaDivisionPreference: Aggregated", karmada.PATH_A))
     elif placement.availability_ignored():
         state = "absent" if placement.replica_scheduling is None else "Duplicated"
-        findings.append(Finding("availability-ignored", WARNING, None,
-                                f"replicaScheduling is {state}: Karmada then takes the first member by score and name "
-                                "without checking it can host one set, so a job that fits nowhere still lands "
-                                "somewhere and stays Pending",
-                                f"set {DIVIDED_AGGREGATED}"))
+        taken, severity = "", WARNING
+        if inp.members and inp.gates.get(MULTIPLE_POD_TEMPLATES, False):
+            outcome = karmada.outcome(karmada.KarmadaInput(inp.job, inp.members, placement, inp.gates))
+            if outcome.targets:
+                name = outcome.targets[0].name
+                sets = outcome.sets.get(name, 0)
+                taken = f": here {name}, where the general estimator counts {sets} set(s)"
+                if sets < 1:
+                    severity = ERROR
+                    taken += ", so the job would stay Pending there"
+        findings.append(Finding("availability-ignored", severity, None,
+                                f"replicaScheduling is {state}: Karmada then takes the first member by score, "
+                                "available sets and name without checking it can host one set, so a job that fits "
+                                f"nowhere still lands somewhere and stays Pending{taken}",
+                                f"set {DIVIDED_AGGREGATED}", karmada.PATH_B))
     return findings
 
 
@@ -165,6 +192,13 @@ def _accurate(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
                                     f"{name} has no accurate estimator: the general estimator counts {general} set(s) "
                                     f"from cluster totals, but {blockers[0]}; Karmada can place the job there, "
                                     "report it Scheduled and FullyApplied, and its pods stay Pending", fix))
+    if inp.accurate_members and names:
+        findings.append(Finding("accurate-dropped", ERROR, 4,
+                                f"{', '.join(names)} pass the policy's filters without an accurate estimator while "
+                                f"{', '.join(sorted(inp.accurate_members))} have one: Karmada's accurate client then "
+                                "fails the whole call, and the scheduler drops the accurate answers of EVERY member "
+                                "and decides on the general estimator (cluster totals) alone",
+                                fix + " (every member the policy allows needs one)", karmada.PATH_C))
     rest = [n for n in names if n not in misleading]
     if rest:
         findings.append(Finding("no-accurate-estimator", WARNING, 4,
@@ -189,7 +223,8 @@ def render(inp: DoctorInput, findings: Sequence[Finding]) -> str:
     if not findings:
         lines.append("  no problems found: Karmada should place this job in one member, using per-node estimates")
     for f in findings:
-        tag = f"[failure {f.failure}] " if f.failure else ""
+        tag = (f"[failure {f.failure}] " if f.failure else "") + \
+            (f"[Karmada path ({f.karmada_path})] " if f.karmada_path else "")
         lines.append(f"  {'ERROR' if f.severity == ERROR else 'WARN '} {tag}{f.message}")
         lines.append(f"        fix: {f.fix}")
     errors = sum(f.severity == ERROR for f in findings)
@@ -204,5 +239,5 @@ def to_json(inp: DoctorInput, findings: Sequence[Finding]) -> dict:
                 "name": inp.job.name},
         "policy": {"kind": inp.policy.kind, "namespace": inp.policy.namespace, "name": inp.policy.name},
         "findings": [{"code": f.code, "severity": f.severity, "failure": f.failure, "message": f.message,
-                      "fix": f.fix} for f in findings],
+                      "fix": f.fix, "karmadaPath": f.karmada_path} for f in findings],
     }
