@@ -117,6 +117,7 @@ ESTIMATOR_MESSAGES = {
     },
     "ComponentReplicaRequirements": {
         "nodeClaim": (1, "optional NodeClaim"),
+        "resourceRequest": (2, "map<string, Quantity>"),  # Karmada before v1.19
         "priorityClassName": (3, "string"),
         "resourceRequestBytes": (4, "map<string, bytes>"),
     },
@@ -135,7 +136,9 @@ ESTIMATOR_MESSAGES = {
     },
     "MaxAvailableReplicasResponse": {"maxReplicas": (1, "int32")},
     "NodeClaim": {
+        "nodeAffinity": (1, "optional NodeSelector"),  # Karmada before v1.19
         "nodeSelector": (2, "map<string, string>"),
+        "tolerations": (3, "repeated Toleration"),  # Karmada before v1.19
         "nodeAffinityBytes": (4, "bytes"),
         "tolerationsBytes": (5, "repeated bytes"),
     },
@@ -147,6 +150,7 @@ ESTIMATOR_MESSAGES = {
     },
     "ReplicaRequirements": {
         "nodeClaim": (1, "optional NodeClaim"),
+        "resourceRequest": (2, "map<string, Quantity>"),  # Karmada before v1.19
         "namespace": (3, "string"),
         "priorityClassName": (4, "string"),
         "resourceRequestBytes": (5, "map<string, bytes>"),
@@ -159,11 +163,9 @@ ESTIMATOR_MESSAGES = {
     "UnschedulableReplicasResponse": {"unschedulableReplicas": (1, "int32")},
 }
 
-RESERVED = {
-    "ComponentReplicaRequirements": ([2], ["resourceRequest"]),
-    "ReplicaRequirements": ([2], ["resourceRequest"]),
-    "NodeClaim": ([1, 3], ["nodeAffinity", "tolerations"]),
-}
+# Karmada v1.19 reserves the original fields' numbers; we keep declaring them so that
+# requests from v1.16-v1.18 schedulers are read, so nothing is reserved here.
+RESERVED: dict[str, tuple[list[int], list[str]]] = {}
 
 KUBERNETES_MESSAGES = {
     (k8s_resource_pb2, "Quantity"): {"string": (1, "string")},

@@ -22,9 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from estimator.pb import k8s_core_pb2 as estimator_dot_pb_dot_k8s__core__pb2
+from estimator.pb import k8s_resource_pb2 as estimator_dot_pb_dot_k8s__resource__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65stimator/pb/estimator.proto\x12.github.com.karmada_io.karmada.pkg.estimator.pb\"\x96\x01\n\tComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12i\n\x13replicaRequirements\x18\x02 \x01(\x0b\x32L.github.com.karmada_io.karmada.pkg.estimator.pb.ComponentReplicaRequirements\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"\xf5\x02\n\x1c\x43omponentReplicaRequirements\x12Q\n\tnodeClaim\x18\x01 \x01(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaimH\x00\x88\x01\x01\x12\x19\n\x11priorityClassName\x18\x03 \x01(\t\x12\x84\x01\n\x14resourceRequestBytes\x18\x04 \x03(\x0b\x32\x66.github.com.karmada_io.karmada.pkg.estimator.pb.ComponentReplicaRequirements.ResourceRequestBytesEntry\x1a;\n\x19ResourceRequestBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x0c\n\n_nodeClaimJ\x04\x08\x02\x10\x03R\x0fresourceRequest\"s\n\x0f\x41ssumedWorkload\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12M\n\ncomponents\x18\x02 \x03(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.Component\"\xf0\x01\n MaxAvailableComponentSetsRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12M\n\ncomponents\x18\x02 \x03(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.Component\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12Y\n\x10\x61ssumedWorkloads\x18\x04 \x03(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.AssumedWorkload\"4\n!MaxAvailableComponentSetsResponse\x12\x0f\n\x07maxSets\x18\x01 \x01(\x05\"\xeb\x01\n\x1bMaxAvailableReplicasRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12`\n\x13replicaRequirements\x18\x02 \x01(\x0b\x32\x43.github.com.karmada_io.karmada.pkg.estimator.pb.ReplicaRequirements\x12Y\n\x10\x61ssumedWorkloads\x18\x03 \x03(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.AssumedWorkload\"3\n\x1cMaxAvailableReplicasResponse\x12\x13\n\x0bmaxReplicas\x18\x01 \x01(\x05\"\xff\x01\n\tNodeClaim\x12\x61\n\x0cnodeSelector\x18\x02 \x03(\x0b\x32K.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaim.NodeSelectorEntry\x12\x19\n\x11nodeAffinityBytes\x18\x04 \x01(\x0c\x12\x18\n\x10tolerationsBytes\x18\x05 \x03(\x0c\x1a\x33\n\x11NodeSelectorEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01J\x04\x08\x01\x10\x02J\x04\x08\x03\x10\x04R\x0cnodeAffinityR\x0btolerations\"T\n\x0fObjectReference\x12\x12\n\napiVersion\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"\xf5\x02\n\x13ReplicaRequirements\x12Q\n\tnodeClaim\x18\x01 \x01(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaimH\x00\x88\x01\x01\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x19\n\x11priorityClassName\x18\x04 \x01(\t\x12{\n\x14resourceRequestBytes\x18\x05 \x03(\x0b\x32].github.com.karmada_io.karmada.pkg.estimator.pb.ReplicaRequirements.ResourceRequestBytesEntry\x1a;\n\x19ResourceRequestBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x0c\n\n_nodeClaimJ\x04\x08\x02\x10\x03R\x0fresourceRequest\"\xa2\x01\n\x1cUnschedulableReplicasRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12Q\n\x08resource\x18\x02 \x01(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.ObjectReference\x12\x1e\n\x16unschedulableThreshold\x18\x03 \x01(\x03\">\n\x1dUnschedulableReplicasResponse\x12\x1d\n\x15unschedulableReplicas\x18\x01 \x01(\x05\x42\x30Z.github.com/karmada-io/karmada/pkg/estimator/pbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65stimator/pb/estimator.proto\x12.github.com.karmada_io.karmada.pkg.estimator.pb\x1a\x1b\x65stimator/pb/k8s_core.proto\x1a\x1f\x65stimator/pb/k8s_resource.proto\"\x96\x01\n\tComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12i\n\x13replicaRequirements\x18\x02 \x01(\x0b\x32L.github.com.karmada_io.karmada.pkg.estimator.pb.ComponentReplicaRequirements\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"\xc6\x04\n\x1c\x43omponentReplicaRequirements\x12Q\n\tnodeClaim\x18\x01 \x01(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaimH\x00\x88\x01\x01\x12~\n\x0fresourceRequest\x18\x02 \x03(\x0b\x32\x61.github.com.karmada_io.karmada.pkg.estimator.pb.ComponentReplicaRequirements.ResourceRequestEntryB\x02\x18\x01\x12\x19\n\x11priorityClassName\x18\x03 \x01(\t\x12\x84\x01\n\x14resourceRequestBytes\x18\x04 \x03(\x0b\x32\x66.github.com.karmada_io.karmada.pkg.estimator.pb.ComponentReplicaRequirements.ResourceRequestBytesEntry\x1a\x66\n\x14ResourceRequestEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12=\n\x05value\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity:\x02\x38\x01\x1a;\n\x19ResourceRequestBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x0c\n\n_nodeClaim\"s\n\x0f\x41ssumedWorkload\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12M\n\ncomponents\x18\x02 \x03(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.Component\"\xf0\x01\n MaxAvailableComponentSetsRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12M\n\ncomponents\x18\x02 \x03(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.Component\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12Y\n\x10\x61ssumedWorkloads\x18\x04 \x03(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.AssumedWorkload\"4\n!MaxAvailableComponentSetsResponse\x12\x0f\n\x07maxSets\x18\x01 \x01(\x05\"\xeb\x01\n\x1bMaxAvailableReplicasRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12`\n\x13replicaRequirements\x18\x02 \x01(\x0b\x32\x43.github.com.karmada_io.karmada.pkg.estimator.pb.ReplicaRequirements\x12Y\n\x10\x61ssumedWorkloads\x18\x03 \x03(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.AssumedWorkload\"3\n\x1cMaxAvailableReplicasResponse\x12\x13\n\x0bmaxReplicas\x18\x01 \x01(\x05\"\xe3\x02\n\tNodeClaim\x12?\n\x0cnodeAffinity\x18\x01 \x01(\x0b\x32 .k8s.io.api.core.v1.NodeSelectorB\x02\x18\x01H\x00\x88\x01\x01\x12\x37\n\x0btolerations\x18\x03 \x03(\x0b\x32\x1e.k8s.io.api.core.v1.TolerationB\x02\x18\x01\x12\x61\n\x0cnodeSelector\x18\x02 \x03(\x0b\x32K.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaim.NodeSelectorEntry\x12\x19\n\x11nodeAffinityBytes\x18\x04 \x01(\x0c\x12\x18\n\x10tolerationsBytes\x18\x05 \x03(\x0c\x1a\x33\n\x11NodeSelectorEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0f\n\r_nodeAffinity\"T\n\x0fObjectReference\x12\x12\n\napiVersion\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"\xbd\x04\n\x13ReplicaRequirements\x12Q\n\tnodeClaim\x18\x01 \x01(\x0b\x32\x39.github.com.karmada_io.karmada.pkg.estimator.pb.NodeClaimH\x00\x88\x01\x01\x12u\n\x0fresourceRequest\x18\x02 \x03(\x0b\x32X.github.com.karmada_io.karmada.pkg.estimator.pb.ReplicaRequirements.ResourceRequestEntryB\x02\x18\x01\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x19\n\x11priorityClassName\x18\x04 \x01(\t\x12{\n\x14resourceRequestBytes\x18\x05 \x03(\x0b\x32].github.com.karmada_io.karmada.pkg.estimator.pb.ReplicaRequirements.ResourceRequestBytesEntry\x1a\x66\n\x14ResourceRequestEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12=\n\x05value\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity:\x02\x38\x01\x1a;\n\x19ResourceRequestBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x0c\n\n_nodeClaim\"\xa2\x01\n\x1cUnschedulableReplicasRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12Q\n\x08resource\x18\x02 \x01(\x0b\x32?.github.com.karmada_io.karmada.pkg.estimator.pb.ObjectReference\x12\x1e\n\x16unschedulableThreshold\x18\x03 \x01(\x03\">\n\x1dUnschedulableReplicasResponse\x12\x1d\n\x15unschedulableReplicas\x18\x01 \x01(\x05\x42\x30Z.github.com/karmada-io/karmada/pkg/estimator/pbb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,40 +34,56 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'estimator.pb.estimator_pb2'
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z.github.com/karmada-io/karmada/pkg/estimator/pb'
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._loaded_options = None
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_options = b'8\001'
   _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._loaded_options = None
   _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_options = b'8\001'
+  _globals['_COMPONENTREPLICAREQUIREMENTS'].fields_by_name['resourceRequest']._loaded_options = None
+  _globals['_COMPONENTREPLICAREQUIREMENTS'].fields_by_name['resourceRequest']._serialized_options = b'\030\001'
   _globals['_NODECLAIM_NODESELECTORENTRY']._loaded_options = None
   _globals['_NODECLAIM_NODESELECTORENTRY']._serialized_options = b'8\001'
+  _globals['_NODECLAIM'].fields_by_name['nodeAffinity']._loaded_options = None
+  _globals['_NODECLAIM'].fields_by_name['nodeAffinity']._serialized_options = b'\030\001'
+  _globals['_NODECLAIM'].fields_by_name['tolerations']._loaded_options = None
+  _globals['_NODECLAIM'].fields_by_name['tolerations']._serialized_options = b'\030\001'
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._loaded_options = None
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_options = b'8\001'
   _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._loaded_options = None
   _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_options = b'8\001'
-  _globals['_COMPONENT']._serialized_start=81
-  _globals['_COMPONENT']._serialized_end=231
-  _globals['_COMPONENTREPLICAREQUIREMENTS']._serialized_start=234
-  _globals['_COMPONENTREPLICAREQUIREMENTS']._serialized_end=607
-  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_start=511
-  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_end=570
-  _globals['_ASSUMEDWORKLOAD']._serialized_start=609
-  _globals['_ASSUMEDWORKLOAD']._serialized_end=724
-  _globals['_MAXAVAILABLECOMPONENTSETSREQUEST']._serialized_start=727
-  _globals['_MAXAVAILABLECOMPONENTSETSREQUEST']._serialized_end=967
-  _globals['_MAXAVAILABLECOMPONENTSETSRESPONSE']._serialized_start=969
-  _globals['_MAXAVAILABLECOMPONENTSETSRESPONSE']._serialized_end=1021
-  _globals['_MAXAVAILABLEREPLICASREQUEST']._serialized_start=1024
-  _globals['_MAXAVAILABLEREPLICASREQUEST']._serialized_end=1259
-  _globals['_MAXAVAILABLEREPLICASRESPONSE']._serialized_start=1261
-  _globals['_MAXAVAILABLEREPLICASRESPONSE']._serialized_end=1312
-  _globals['_NODECLAIM']._serialized_start=1315
-  _globals['_NODECLAIM']._serialized_end=1570
-  _globals['_NODECLAIM_NODESELECTORENTRY']._serialized_start=1480
-  _globals['_NODECLAIM_NODESELECTORENTRY']._serialized_end=1531
-  _globals['_OBJECTREFERENCE']._serialized_start=1572
-  _globals['_OBJECTREFERENCE']._serialized_end=1656
-  _globals['_REPLICAREQUIREMENTS']._serialized_start=1659
-  _globals['_REPLICAREQUIREMENTS']._serialized_end=2032
-  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_start=511
-  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_end=570
-  _globals['_UNSCHEDULABLEREPLICASREQUEST']._serialized_start=2035
-  _globals['_UNSCHEDULABLEREPLICASREQUEST']._serialized_end=2197
-  _globals['_UNSCHEDULABLEREPLICASRESPONSE']._serialized_start=2199
-  _globals['_UNSCHEDULABLEREPLICASRESPONSE']._serialized_end=2261
+  _globals['_REPLICAREQUIREMENTS'].fields_by_name['resourceRequest']._loaded_options = None
+  _globals['_REPLICAREQUIREMENTS'].fields_by_name['resourceRequest']._serialized_options = b'\030\001'
+  _globals['_COMPONENT']._serialized_start=143
+  _globals['_COMPONENT']._serialized_end=293
+  _globals['_COMPONENTREPLICAREQUIREMENTS']._serialized_start=296
+  _globals['_COMPONENTREPLICAREQUIREMENTS']._serialized_end=878
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_start=701
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_end=803
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_start=805
+  _globals['_COMPONENTREPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_end=864
+  _globals['_ASSUMEDWORKLOAD']._serialized_start=880
+  _globals['_ASSUMEDWORKLOAD']._serialized_end=995
+  _globals['_MAXAVAILABLECOMPONENTSETSREQUEST']._serialized_start=998
+  _globals['_MAXAVAILABLECOMPONENTSETSREQUEST']._serialized_end=1238
+  _globals['_MAXAVAILABLECOMPONENTSETSRESPONSE']._serialized_start=1240
+  _globals['_MAXAVAILABLECOMPONENTSETSRESPONSE']._serialized_end=1292
+  _globals['_MAXAVAILABLEREPLICASREQUEST']._serialized_start=1295
+  _globals['_MAXAVAILABLEREPLICASREQUEST']._serialized_end=1530
+  _globals['_MAXAVAILABLEREPLICASRESPONSE']._serialized_start=1532
+  _globals['_MAXAVAILABLEREPLICASRESPONSE']._serialized_end=1583
+  _globals['_NODECLAIM']._serialized_start=1586
+  _globals['_NODECLAIM']._serialized_end=1941
+  _globals['_NODECLAIM_NODESELECTORENTRY']._serialized_start=1873
+  _globals['_NODECLAIM_NODESELECTORENTRY']._serialized_end=1924
+  _globals['_OBJECTREFERENCE']._serialized_start=1943
+  _globals['_OBJECTREFERENCE']._serialized_end=2027
+  _globals['_REPLICAREQUIREMENTS']._serialized_start=2030
+  _globals['_REPLICAREQUIREMENTS']._serialized_end=2603
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_start=701
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTENTRY']._serialized_end=803
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_start=805
+  _globals['_REPLICAREQUIREMENTS_RESOURCEREQUESTBYTESENTRY']._serialized_end=864
+  _globals['_UNSCHEDULABLEREPLICASREQUEST']._serialized_start=2606
+  _globals['_UNSCHEDULABLEREPLICASREQUEST']._serialized_end=2768
+  _globals['_UNSCHEDULABLEREPLICASRESPONSE']._serialized_start=2770
+  _globals['_UNSCHEDULABLEREPLICASRESPONSE']._serialized_end=2832
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,5 @@
+from estimator.pb import k8s_core_pb2 as _k8s_core_pb2
+from estimator.pb import k8s_resource_pb2 as _k8s_resource_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -17,7 +19,14 @@ class Component(_message.Message):
     def __init__(self, name: _Optional[str] = ..., replicaRequirements: _Optional[_Union[ComponentReplicaRequirements, _Mapping]] = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class ComponentReplicaRequirements(_message.Message):
-    __slots__ = ("nodeClaim", "priorityClassName", "resourceRequestBytes")
+    __slots__ = ("nodeClaim", "resourceRequest", "priorityClassName", "resourceRequestBytes")
+    class ResourceRequestEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _k8s_resource_pb2.Quantity
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_k8s_resource_pb2.Quantity, _Mapping]] = ...) -> None: ...
     class ResourceRequestBytesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -26,12 +35,14 @@ class ComponentReplicaRequirements(_message.Message):
         value: bytes
         def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     NODECLAIM_FIELD_NUMBER: _ClassVar[int]
+    RESOURCEREQUEST_FIELD_NUMBER: _ClassVar[int]
     PRIORITYCLASSNAME_FIELD_NUMBER: _ClassVar[int]
     RESOURCEREQUESTBYTES_FIELD_NUMBER: _ClassVar[int]
     nodeClaim: NodeClaim
+    resourceRequest: _containers.MessageMap[str, _k8s_resource_pb2.Quantity]
     priorityClassName: str
     resourceRequestBytes: _containers.ScalarMap[str, bytes]
-    def __init__(self, nodeClaim: _Optional[_Union[NodeClaim, _Mapping]] = ..., priorityClassName: _Optional[str] = ..., resourceRequestBytes: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+    def __init__(self, nodeClaim: _Optional[_Union[NodeClaim, _Mapping]] = ..., resourceRequest: _Optional[_Mapping[str, _k8s_resource_pb2.Quantity]] = ..., priorityClassName: _Optional[str] = ..., resourceRequestBytes: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
 
 class AssumedWorkload(_message.Message):
     __slots__ = ("namespace", "components")
@@ -76,7 +87,7 @@ class MaxAvailableReplicasResponse(_message.Message):
     def __init__(self, maxReplicas: _Optional[int] = ...) -> None: ...
 
 class NodeClaim(_message.Message):
-    __slots__ = ("nodeSelector", "nodeAffinityBytes", "tolerationsBytes")
+    __slots__ = ("nodeAffinity", "tolerations", "nodeSelector", "nodeAffinityBytes", "tolerationsBytes")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -84,13 +95,17 @@ class NodeClaim(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NODEAFFINITY_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     NODESELECTOR_FIELD_NUMBER: _ClassVar[int]
     NODEAFFINITYBYTES_FIELD_NUMBER: _ClassVar[int]
     TOLERATIONSBYTES_FIELD_NUMBER: _ClassVar[int]
+    nodeAffinity: _k8s_core_pb2.NodeSelector
+    tolerations: _containers.RepeatedCompositeFieldContainer[_k8s_core_pb2.Toleration]
     nodeSelector: _containers.ScalarMap[str, str]
     nodeAffinityBytes: bytes
     tolerationsBytes: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, nodeSelector: _Optional[_Mapping[str, str]] = ..., nodeAffinityBytes: _Optional[bytes] = ..., tolerationsBytes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    def __init__(self, nodeAffinity: _Optional[_Union[_k8s_core_pb2.NodeSelector, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[_k8s_core_pb2.Toleration, _Mapping]]] = ..., nodeSelector: _Optional[_Mapping[str, str]] = ..., nodeAffinityBytes: _Optional[bytes] = ..., tolerationsBytes: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class ObjectReference(_message.Message):
     __slots__ = ("apiVersion", "kind", "namespace", "name")
@@ -105,7 +120,14 @@ class ObjectReference(_message.Message):
     def __init__(self, apiVersion: _Optional[str] = ..., kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class ReplicaRequirements(_message.Message):
-    __slots__ = ("nodeClaim", "namespace", "priorityClassName", "resourceRequestBytes")
+    __slots__ = ("nodeClaim", "resourceRequest", "namespace", "priorityClassName", "resourceRequestBytes")
+    class ResourceRequestEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _k8s_resource_pb2.Quantity
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_k8s_resource_pb2.Quantity, _Mapping]] = ...) -> None: ...
     class ResourceRequestBytesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -114,14 +136,16 @@ class ReplicaRequirements(_message.Message):
         value: bytes
         def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     NODECLAIM_FIELD_NUMBER: _ClassVar[int]
+    RESOURCEREQUEST_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PRIORITYCLASSNAME_FIELD_NUMBER: _ClassVar[int]
     RESOURCEREQUESTBYTES_FIELD_NUMBER: _ClassVar[int]
     nodeClaim: NodeClaim
+    resourceRequest: _containers.MessageMap[str, _k8s_resource_pb2.Quantity]
     namespace: str
     priorityClassName: str
     resourceRequestBytes: _containers.ScalarMap[str, bytes]
-    def __init__(self, nodeClaim: _Optional[_Union[NodeClaim, _Mapping]] = ..., namespace: _Optional[str] = ..., priorityClassName: _Optional[str] = ..., resourceRequestBytes: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+    def __init__(self, nodeClaim: _Optional[_Union[NodeClaim, _Mapping]] = ..., resourceRequest: _Optional[_Mapping[str, _k8s_resource_pb2.Quantity]] = ..., namespace: _Optional[str] = ..., priorityClassName: _Optional[str] = ..., resourceRequestBytes: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
 
 class UnschedulableReplicasRequest(_message.Message):
     __slots__ = ("cluster", "resource", "unschedulableThreshold")
