@@ -19,7 +19,12 @@ Layout:
   and cached until a node is added or removed or changes zone.
 
 Objects are parsed before the lock is taken, so a malformed object changes nothing and an
-estimate never sees half an update.
+estimate never sees half an update. Parsing also checks every amount (no negative counts;
+a pod asking for more than int64 in total saturates at int64, as a request nothing can
+fit), so applying a parsed object cannot fail half-way. Per-node sums that would leave
+int64 are kept exactly on the side (`_excess`) and show as int64 max, so removing the pod
+again restores the row to the unit. `replace_kind` applies a whole relist in one lock
+hold: a snapshot shows the state before it or after it, never a mix.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import numpy as np
 
 from estimator.model import Taint
 from estimator.podrequests import pod_requests
-from estimator.resources import PODS, QuantityError, is_counted, quantity_to_int
+from estimator.resources import MAX_INT64, PODS, QuantityError, is_counted, quantity_to_int
 from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass, QuotaRecord, ScopeRequirement
 from estimator.workloads import (
     WorkloadState,
@@ -74,9 +79,12 @@ def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
     for name, value in resource_list.items():
         if keep(name):
             try:
-                parsed[name] = quantity_to_int(name, value if isinstance(value, str) else str(value))
+                amount = quantity_to_int(name, value if isinstance(value, str) else str(value))
             except QuantityError as err:
                 raise ValueError(f"{where}: {name}: {err}") from None
+            if amount < 0:  # the API server refuses these; a negative count would wrap sums
+                raise ValueError(f"{where}: {name}: {value!r} is negative")
+            parsed[name] = amount
     return parsed
 
 
@@ -124,6 +132,61 @@ def quota_record(obj: Any) -> QuotaRecord:
     hard = _quantities(status.get("hard"), "status.hard", everything)
     used = _quantities(status.get("used"), "status.used", everything)
     return QuotaRecord(namespace, name, tuple(scopes), hard, used)
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    """What the cache keeps of a Pod, checked and ready to apply."""
+
+    namespace: str
+    name: str
+    node_name: str  # "" unless counted
+    requests: tuple[tuple[str, int], ...]  # sorted (resource, amount), every amount in [0, int64 max]
+    unschedulable: Any  # workloads.UnschedulablePod | None
+    saturated: tuple[str, ...] = ()  # resources whose request was beyond int64 (clamped)
+
+
+def pod_record(obj: Any) -> PodRecord:
+    meta, namespace, name = object_meta(obj, namespaced=True)
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise ValueError("spec: expected a mapping")
+    node_name = spec.get("nodeName") or ""
+    if not isinstance(node_name, str):
+        raise ValueError("spec.nodeName: expected a string")
+    status = obj.get("status") or {}
+    if not isinstance(status, dict):
+        raise ValueError("status: expected a mapping")
+    counted = bool(node_name) and status.get("phase") not in _TERMINAL_PHASES
+    requests: tuple[tuple[str, int], ...] = ()
+    saturated: list[str] = []
+    if counted:
+        amounts = []
+        for resource, amount in sorted(pod_requests(obj).items()):
+            if amount < 0:
+                raise ValueError(f"{resource}: negative request {amount}")
+            if amount > MAX_INT64:  # e.g. two containers at 8E: the sum leaves int64
+                saturated.append(resource)
+                amount = MAX_INT64
+            amounts.append((resource, amount))
+        requests = tuple(amounts)
+    return PodRecord(namespace, name, node_name if counted else "", requests, unschedulable_pod(obj),
+                     tuple(saturated))
+
+
+_PARSERS = {
+    "Node": lambda obj: parse_node(obj),
+    "Pod": lambda obj: pod_record(obj),
+    "ResourceQuota": lambda obj: quota_record(obj),
+    "ReplicaSet": lambda obj: replicaset_record(obj),
+    "Deployment": lambda obj: deployment_record(obj),
+}
+
+
+def parse_object(kind: str, obj: Any):
+    """The checked record the cache applies for `obj` of `kind`; ValueError (or another
+    exception from a malformed object) leaves the cache untouched."""
+    return _PARSERS[kind](obj)
 
 
 # --- node order -------------------------------------------------------------------------
@@ -212,6 +275,9 @@ class ClusterCache:
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
+        # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
+        self._excess: dict[tuple[int, int], int] = {}
+        self.busy = False  # a relist is being applied (replace_kind); read without the lock
 
     # --- bookkeeping (lock held) ---
 
@@ -258,6 +324,9 @@ class ClusterCache:
             self._row_names[row] = None
             self._allocatable[row] = 0
             self._requested[row] = 0
+            if self._excess:
+                for cell in [cell for cell in self._excess if cell[0] == row]:
+                    del self._excess[cell]
             self._free_rows.append(row)
 
     def _acquire_class(self, node_class: NodeClass) -> int:
@@ -282,144 +351,210 @@ class ClusterCache:
             del self._class_ids[self._classes[class_id]]
             self._free_class_ids.append(class_id)
 
-    # --- nodes ---
+    # --- applying checked records (lock held; none of these can fail half-way) ---
 
-    def upsert_node(self, obj: Mapping) -> None:
-        node = parse_node(obj)
-        with self._lock:
-            row = self._row(node.name)
-            columns = [(self._column(resource), amount) for resource, amount in node.allocatable.items()]
-            values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
-            for column, amount in columns:
-                values[column] = amount
-            state = self._row_nodes[row]
-            class_id = self._acquire_class(node.node_class)
-            if state is not None:
-                self._release_class(state.class_id)
-                if (
-                    state.class_id == class_id
-                    and state.zone == node.zone
-                    and state.hostname == node.hostname
-                    and np.array_equal(self._allocatable[row], values)
-                ):
-                    return  # a status heartbeat: nothing the estimates look at changed
-                if state.zone != node.zone:
-                    self._tree.remove(state.zone, node.name)
-                    self._tree.add(node.zone, node.name, row)  # moves to the end of its new zone
-                    self._order = None
-            else:
-                self._tree.add(node.zone, node.name, row)
-                self._order = None
-            if state is None or state.hostname != node.hostname:
-                self._hostnames = None
-            self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
-            self._row_class[row] = class_id
-            self._row_hostnames[row] = node.hostname
-            self._allocatable[row] = values
-            self._changed()
-
-    def delete_node(self, name: str) -> None:
-        with self._lock:
-            row = self._rows.get(name)
-            state = None if row is None else self._row_nodes[row]
-            if state is None:
-                return
-            self._tree.remove(state.zone, name)
+    def _apply_node(self, node: _ParsedNode) -> bool:
+        row = self._row(node.name)
+        columns = [(self._column(resource), amount) for resource, amount in node.allocatable.items()]
+        values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
+        for column, amount in columns:
+            values[column] = amount
+        state = self._row_nodes[row]
+        class_id = self._acquire_class(node.node_class)
+        if state is not None:
             self._release_class(state.class_id)
-            self._row_nodes[row] = None
-            self._row_hostnames[row] = None
-            self._allocatable[row] = 0
-            self._release_row_if_unused(row)  # kept while pods still count on it
+            if (
+                state.class_id == class_id
+                and state.zone == node.zone
+                and state.hostname == node.hostname
+                and np.array_equal(self._allocatable[row], values)
+            ):
+                return False  # a status heartbeat: nothing the estimates look at changed
+            if state.zone != node.zone:
+                self._tree.remove(state.zone, node.name)
+                self._tree.add(node.zone, node.name, row)  # moves to the end of its new zone
+                self._order = None
+        else:
+            self._tree.add(node.zone, node.name, row)
             self._order = None
-            self._changed()
+        if state is None or state.hostname != node.hostname:
+            self._hostnames = None
+        self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
+        self._row_class[row] = class_id
+        self._row_hostnames[row] = node.hostname
+        self._allocatable[row] = values
+        return True
 
-    # --- pods ---
+    def _remove_node(self, name: str) -> bool:
+        row = self._rows.get(name)
+        state = None if row is None else self._row_nodes[row]
+        if state is None:
+            return False
+        self._tree.remove(state.zone, name)
+        self._release_class(state.class_id)
+        self._row_nodes[row] = None
+        self._row_hostnames[row] = None
+        self._allocatable[row] = 0
+        self._release_row_if_unused(row)  # kept while pods still count on it
+        self._order = None
+        return True
 
-    def upsert_pod(self, obj: Mapping) -> None:
-        meta, namespace, name = object_meta(obj, namespaced=True)
-        node_name = (obj.get("spec") or {}).get("nodeName") or ""
-        counted = bool(node_name) and (obj.get("status") or {}).get("phase") not in _TERMINAL_PHASES
-        requests = pod_requests(obj) if counted else None
-        unschedulable = unschedulable_pod(obj)
-        with self._lock:
-            changed = self._workloads.set_pod(namespace, name, unschedulable)
-            key = (namespace, name)
-            old = self._pods.get(key)
-            amounts = ()
-            if counted:
-                amounts = tuple((self._column(r), amount) for r, amount in sorted(requests.items()))
-            if old is None or not counted or old != (self._rows.get(node_name), amounts):
-                if old is not None:
-                    self._uncount(key, old)  # first: it may free the row we are about to use
-                if counted:
-                    self._count(key, (self._row(node_name), amounts))
-                changed = changed or old is not None or counted
-            if changed:
-                self._changed()
-
-    def delete_pod(self, namespace: str, name: str) -> None:
-        with self._lock:
-            changed = self._workloads.set_pod(namespace, name, None)
-            old = self._pods.get((namespace, name))
+    def _apply_pod(self, record: PodRecord) -> bool:
+        key = (record.namespace, record.name)
+        changed = self._workloads.set_pod(record.namespace, record.name, record.unschedulable)
+        old = self._pods.get(key)
+        counted = bool(record.node_name)
+        amounts = tuple((self._column(r), amount) for r, amount in record.requests) if counted else ()
+        if old is None or not counted or old != (self._rows.get(record.node_name), amounts):
             if old is not None:
-                self._uncount((namespace, name), old)
-                changed = True
-            if changed:
-                self._changed()
+                self._uncount(key, old)  # first: it may free the row we are about to use
+            if counted:
+                self._count(key, (self._row(record.node_name), amounts))
+            changed = changed or old is not None or counted
+        return changed
+
+    def _remove_pod(self, key: tuple[str, str]) -> bool:
+        changed = self._workloads.set_pod(key[0], key[1], None)
+        old = self._pods.get(key)
+        if old is not None:
+            self._uncount(key, old)
+            changed = True
+        return changed
+
+    def _add_requested(self, row: int, column: int, amount: int) -> None:
+        """requested[row, column] += amount, exactly: a sum beyond int64 is kept in `_excess`
+        and the array holds int64 max (nothing fits there) until it comes back in range."""
+        cell = (row, column)
+        excess = self._excess.get(cell) if self._excess else None
+        total = (int(self._requested[row, column]) if excess is None else excess) + amount
+        if total > MAX_INT64:
+            self._excess[cell] = total
+            self._requested[row, column] = MAX_INT64
+        else:
+            if excess is not None:
+                del self._excess[cell]
+            self._requested[row, column] = total
 
     def _count(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
         row, amounts = record
         self._requested[row, 0] += 1
         for column, amount in amounts:
-            self._requested[row, column] += amount
+            self._add_requested(row, column, amount)
         self._pods[key] = record
 
     def _uncount(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
         row, amounts = record
         self._requested[row, 0] -= 1
         for column, amount in amounts:
-            self._requested[row, column] -= amount
+            self._add_requested(row, column, -amount)
         del self._pods[key]
         self._release_row_if_unused(row)
 
-    # --- quotas and workloads ---
+    def _apply_quota(self, record: QuotaRecord) -> bool:
+        key = (record.namespace, record.name)
+        if self._quotas.get(key) == record:
+            return False
+        self._quotas[key] = record
+        self._quotas_by_namespace = None
+        return True
+
+    def _remove_quota(self, key: tuple[str, str]) -> bool:
+        if self._quotas.pop(key, None) is None:
+            return False
+        self._quotas_by_namespace = None
+        return True
+
+    def _apply(self, kind: str, record) -> bool:
+        if kind == "Pod":
+            return self._apply_pod(record)
+        if kind == "Node":
+            return self._apply_node(record)
+        if kind == "ResourceQuota":
+            return self._apply_quota(record)
+        if kind == "ReplicaSet":
+            return self._workloads.set_replicaset(record.namespace, record.name, record)
+        if kind == "Deployment":
+            return self._workloads.set_deployment(record.namespace, record.name, record)
+        raise ValueError(f"unknown kind {kind!r}")
+
+    def _remove(self, kind: str, key) -> bool:
+        if kind == "Pod":
+            return self._remove_pod(key)
+        if kind == "Node":
+            return self._remove_node(key)
+        if kind == "ResourceQuota":
+            return self._remove_quota(key)
+        if kind == "ReplicaSet":
+            return self._workloads.set_replicaset(key[0], key[1], None)
+        if kind == "Deployment":
+            return self._workloads.set_deployment(key[0], key[1], None)
+        raise ValueError(f"unknown kind {kind!r}")
+
+    # --- the update API ---
+
+    def apply(self, kind: str, record) -> None:
+        """Apply a record from `parse_object(kind, ...)`."""
+        with self._lock:
+            if self._apply(kind, record):
+                self._changed()
+
+    def delete(self, kind: str, key) -> None:
+        """Remove the object `key` (a node name, or (namespace, name)) of `kind`, if held."""
+        with self._lock:
+            if self._remove(kind, key):
+                self._changed()
+
+    def replace_kind(self, kind: str, records, keep=()) -> int:
+        """Make `records` the whole of `kind` in one step (a relist): apply each, keep the keys
+        in `keep` as they are (listed, but malformed: their last good state stays), remove
+        every other key. Returns how many were removed. One lock hold, one version: an
+        estimate sees the state before the relist or after it, never pages of it."""
+        listed = set(keep)
+        self.busy = True
+        try:
+            with self._lock:
+                changed = False
+                for record in records:
+                    listed.add(_record_key(kind, record))
+                    changed = self._apply(kind, record) or changed
+                stale = self._keys(kind) - listed
+                for key in stale:
+                    changed = self._remove(kind, key) or changed
+                if changed:
+                    self._changed()
+                return len(stale)
+        finally:
+            self.busy = False
+
+    def upsert_node(self, obj: Mapping) -> None:
+        self.apply("Node", parse_node(obj))
+
+    def delete_node(self, name: str) -> None:
+        self.delete("Node", name)
+
+    def upsert_pod(self, obj: Mapping) -> None:
+        self.apply("Pod", pod_record(obj))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.delete("Pod", (namespace, name))
 
     def upsert_quota(self, obj: Mapping) -> None:
-        record = quota_record(obj)
-        with self._lock:
-            key = (record.namespace, record.name)
-            if self._quotas.get(key) != record:
-                self._quotas[key] = record
-                self._quotas_by_namespace = None
-                self._changed()
+        self.apply("ResourceQuota", quota_record(obj))
 
     def delete_quota(self, namespace: str, name: str) -> None:
-        with self._lock:
-            if self._quotas.pop((namespace, name), None) is not None:
-                self._quotas_by_namespace = None
-                self._changed()
+        self.delete("ResourceQuota", (namespace, name))
 
     def upsert_deployment(self, obj: Mapping) -> None:
-        record = deployment_record(obj)
-        with self._lock:
-            if self._workloads.set_deployment(record.namespace, record.name, record):
-                self._changed()
+        self.apply("Deployment", deployment_record(obj))
 
     def delete_deployment(self, namespace: str, name: str) -> None:
-        with self._lock:
-            if self._workloads.set_deployment(namespace, name, None):
-                self._changed()
+        self.delete("Deployment", (namespace, name))
 
     def upsert_replicaset(self, obj: Mapping) -> None:
-        record = replicaset_record(obj)
-        with self._lock:
-            if self._workloads.set_replicaset(record.namespace, record.name, record):
-                self._changed()
+        self.apply("ReplicaSet", replicaset_record(obj))
 
     def delete_replicaset(self, namespace: str, name: str) -> None:
-        with self._lock:
-            if self._workloads.set_replicaset(namespace, name, None):
-                self._changed()
+        self.delete("ReplicaSet", (namespace, name))
 
     # --- reading ---
 
@@ -434,22 +569,25 @@ class ClusterCache:
         unschedulable; other pods leave nothing behind, so they are not keys either.
         """
         with self._lock:
-            if kind == "Node":
-                return {name for name, row in self._rows.items() if self._row_nodes[row] is not None}
-            if kind == "ResourceQuota":
-                return set(self._quotas)
-            if kind not in ("Pod", "ReplicaSet", "Deployment"):
-                raise ValueError(f"unknown kind {kind!r}")
-            index = self._workloads.index()
-            if kind == "Pod":
-                keys = set(self._pods)
-                by_namespace = index.unschedulable
-            else:
-                keys = set()
-                by_namespace = index.replicasets if kind == "ReplicaSet" else index.deployments
-            for namespace, records in by_namespace.items():
-                keys.update((namespace, name) for name in records)
-            return keys
+            return self._keys(kind)
+
+    def _keys(self, kind: str) -> set:
+        if kind == "Node":
+            return {name for name, row in self._rows.items() if self._row_nodes[row] is not None}
+        if kind == "ResourceQuota":
+            return set(self._quotas)
+        if kind not in ("Pod", "ReplicaSet", "Deployment"):
+            raise ValueError(f"unknown kind {kind!r}")
+        index = self._workloads.index()
+        if kind == "Pod":
+            keys = set(self._pods)
+            by_namespace = index.unschedulable
+        else:
+            keys = set()
+            by_namespace = index.replicasets if kind == "ReplicaSet" else index.deployments
+        for namespace, records in by_namespace.items():
+            keys.update((namespace, name) for name in records)
+        return keys
 
     def stats(self) -> dict[str, int]:
         """Sizes for logs and metrics."""
@@ -508,6 +646,12 @@ class ClusterCache:
             hostnames=self._hostnames,
             _positions=self._positions,
         )
+
+
+def _record_key(kind: str, record):
+    if kind == "Node":
+        return record.name
+    return (record.namespace, record.name)
 
 
 def _grow(array: np.ndarray, axis: int) -> np.ndarray:

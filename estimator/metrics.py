@@ -113,6 +113,8 @@ class WatchCollector:
                                                      labels=["kind"]),
             "malformed": CounterMetricFamily(f"{SUBSYSTEM}_watch_malformed_objects", "Objects skipped as "
                                              "malformed.", labels=["kind"]),
+            "saturated": CounterMetricFamily(f"{SUBSYSTEM}_watch_saturated_objects", "Objects applied with a "
+                                             "request sum beyond int64, counted as int64 max.", labels=["kind"]),
             "throttled_seconds": CounterMetricFamily(f"{SUBSYSTEM}_watch_throttled_seconds", "Seconds requests "
                                                      "waited for the --kube-api-qps/--kube-api-burst token bucket.",
                                                      labels=["kind"]),

@@ -451,10 +451,10 @@ def test_a_dead_watch_loop_fails_health(fake, watch):
     class CrashingCache(ClusterCache):
         """Fault injection: a bug that escapes the loop's error handling."""
 
-        def upsert_quota(self, obj):
-            if obj["metadata"]["name"] == "boom":
+        def apply(self, kind, record):
+            if kind == "ResourceQuota" and record.name == "boom":
                 raise Crash("injected")
-            super().upsert_quota(obj)
+            super().apply(kind, record)
 
     small_cluster(fake)
     state = watch(cache=CrashingCache())

@@ -161,8 +161,10 @@ def test_healthz_fails_when_the_watch_loop_dies(fake, tmp_path):
     class CrashingCache(ClusterCache):
         """Fault injection: a bug that escapes the loop's error handling."""
 
-        def delete_node(self, name):
-            raise Crash("injected")
+        def delete(self, kind, key):
+            if kind == "Node":
+                raise Crash("injected")
+            super().delete(kind, key)
 
     cluster(fake)
     server = start(fake, tmp_path, cache=CrashingCache())

@@ -232,6 +232,7 @@ class WatchClusterState:
                 "relists_gone": r.relists_gone,
                 "deleted_by_relist": r.deleted_by_relist,
                 "malformed": r.malformed,
+                "saturated": r.saturated,
                 "throttled_seconds": r.throttled_seconds,
                 "errors": dict(r.errors),
                 "seconds_since_contact": time.monotonic() - r.last_ok,

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from estimator.cache import ClusterCache
+from estimator.cache import ClusterCache, parse_object
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
 
@@ -37,7 +37,9 @@ log = logging.getLogger("estimator.watch")
 
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
-# What a malformed object can raise from the cache's parsers (QuantityError is a ValueError).
+# What a malformed object usually raises from the cache's parsers (QuantityError is a
+# ValueError); anything else a parser raises is still that one object's problem and is
+# logged with its traceback, but never stops the stream.
 _MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 
 
@@ -64,19 +66,6 @@ def object_key(obj: Any, namespaced: bool):
     if not isinstance(name, str) or not name:
         raise ValueError("metadata.name is missing")
     return (str(meta.get("namespace") or "default"), name) if namespaced else name
-
-
-def _handlers(cache: ClusterCache, kind: str) -> tuple[Callable[[Mapping], None], Callable[[Any], None]]:
-    """(upsert(obj), delete(key)) for one kind."""
-    if kind == "Node":
-        return cache.upsert_node, cache.delete_node
-    upsert, delete = {
-        "Pod": (cache.upsert_pod, cache.delete_pod),
-        "ResourceQuota": (cache.upsert_quota, cache.delete_quota),
-        "ReplicaSet": (cache.upsert_replicaset, cache.delete_replicaset),
-        "Deployment": (cache.upsert_deployment, cache.delete_deployment),
-    }[kind]
-    return upsert, lambda key: delete(*key)
 
 
 @dataclass
@@ -175,7 +164,6 @@ class Reflector:
         self._stop = stop
         self.options = options or ReflectorOptions()
         self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng)
-        self._upsert, self._delete = _handlers(cache, spec.kind)
         self.resource_version = ""  # "" -> the next step is a (re)list
         self.synced = False  # listed once; stays true (client-go HasSynced)
         self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
@@ -190,6 +178,7 @@ class Reflector:
         self.pages = 0
         self.deleted_by_relist = 0
         self.malformed = 0
+        self.saturated = 0  # objects applied with a request sum clamped to int64
         self.throttled_seconds = 0.0  # waited for the QPS token bucket
         self.errors: dict[str, int] = {}
         self._stream = None
@@ -300,6 +289,10 @@ class Reflector:
         options = self.options
         self.status = "listing"
         seen: set = set()
+        # Once synced (estimates are being answered), a relist is built aside and swapped in
+        # at the end, so no answer mixes pages of the new list with the old state. The first
+        # list is applied page by page: nothing is answered before every kind has synced.
+        aside: list | None = [] if self.synced else None
         token = ""
         restarts = 0
         resource_version = ""
@@ -321,6 +314,8 @@ class Reflector:
                 self._count_error("continue-expired")
                 log.info("%s: continue token expired during a paginated list; listing again from the start", self.kind)
                 seen.clear()
+                if aside is not None:
+                    aside.clear()
                 token = ""
                 continue
             if self._stop.is_set():
@@ -337,7 +332,7 @@ class Reflector:
             for item in page.get("items") or ():
                 if priority.until > time.monotonic():
                     priority.pause()
-                self._apply_listed(item, seen)
+                self._take_listed(item, seen, aside)
             meta = page.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion") or resource_version)
             token = str(meta.get("continue") or "")
@@ -346,12 +341,19 @@ class Reflector:
                 break
         if not resource_version:
             raise ApiError(f"list {self.kind}: the response has no resourceVersion to watch from")
-        stale = self._cache.keys(self.kind) - seen
-        for key in stale:
-            self._delete(key)
-        self.deleted_by_relist += len(stale)
-        if stale and self.synced:
-            log.info("%s: relist removed %d objects deleted while we were not watching", self.kind, len(stale))
+        if aside is not None:
+            # `seen` holds every listed key; the malformed ones keep their last good state.
+            kept = seen.difference(_record_key(self.kind, record) for record in aside)
+            removed = self._cache.replace_kind(self.kind, aside, keep=kept)
+        else:
+            stale = self._cache.keys(self.kind) - seen
+            for key in stale:
+                self._cache.delete(self.kind, key)
+            removed = len(stale)
+        del aside
+        self.deleted_by_relist += removed
+        if removed and self.synced:
+            log.info("%s: relist removed %d objects deleted while we were not watching", self.kind, removed)
         self.lists += 1
         self.resource_version = resource_version
         self.last_ok = time.monotonic()
@@ -361,24 +363,49 @@ class Reflector:
             if self.on_synced is not None:
                 self.on_synced()
 
-    def _apply_listed(self, item: Any, seen: set) -> None:
+    def _take_listed(self, item: Any, seen: set, aside: list | None) -> None:
         try:
             key = object_key(item, self.spec.namespaced)
         except _MALFORMED as error:
             self._malformed("list", item, error)
             return
         seen.add(key)  # a malformed item keeps its last good state instead of vanishing
-        try:
-            self._upsert(item)
-        except _MALFORMED as error:
-            self._malformed("list", item, error)
+        record = self._parse("list", item)
+        if record is None:
+            return
+        if aside is not None:
+            aside.append(record)
+        else:
+            self._apply("list", item, record)
 
-    def _malformed(self, where: str, obj: Any, error: Exception) -> None:
+    def _parse(self, where: str, obj: Any):
+        """The object's checked record, or None (logged and counted) if it cannot be used.
+        Parsing touches nothing, so a refused object changes no number in the cache."""
+        try:
+            record = parse_object(self.kind, obj)
+        except _MALFORMED as error:
+            self._malformed(where, obj, error)
+            return None
+        except Exception as error:  # noqa: BLE001 - one object's problem, never the stream's
+            self._malformed(where, obj, error, unexpected=True)
+            return None
+        if getattr(record, "saturated", ()):
+            self.saturated += 1
+            log.warning("%s %s: %s requests more %s than a 64-bit count holds; counted as the maximum "
+                        "(nothing else fits on its node)", self.kind, where, _name(obj, self.spec.namespaced),
+                        ", ".join(record.saturated))
+        return record
+
+    def _apply(self, where: str, obj: Any, record) -> None:
+        try:
+            self._cache.apply(self.kind, record)
+        except Exception as error:  # noqa: BLE001 - a bug in applying one object must not stall the kind
+            self._malformed(where, obj, error, unexpected=True)
+
+    def _malformed(self, where: str, obj: Any, error: Exception, unexpected: bool = False) -> None:
         self.malformed += 1
-        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-        meta = meta if isinstance(meta, Mapping) else {}
-        name = f"{meta.get('namespace')}/{meta.get('name')}" if self.spec.namespaced else str(meta.get("name"))
-        log.warning("%s %s: skipping malformed object %s: %s", self.kind, where, name, error)
+        log.warning("%s %s: skipping malformed object %s: %s", self.kind, where,
+                    _name(obj, self.spec.namespaced), error or type(error).__name__, exc_info=unexpected)
 
     # --- watch --------------------------------------------------------------------------
 
@@ -400,7 +427,8 @@ class Reflector:
         opened = time.monotonic()
         self.last_ok = opened
         self.status = "watching"
-        upsert, delete, namespaced = self._upsert, self._delete, self.spec.namespaced
+        parse, apply, delete, namespaced = self._parse, self._apply, self._cache.delete, self.spec.namespaced
+        kind_name = self.kind
         loads, monotonic, priority = _loads, time.monotonic, self._priority
         young_gc_every, collect = options.young_gc_every, gc.collect
         events = 0
@@ -410,19 +438,21 @@ class Reflector:
                     priority.pause()
                 try:
                     event = loads(line)
-                    kind = event["type"]
-                    obj = event["object"]
-                    meta = obj["metadata"] if kind != "ERROR" else None
-                except (ValueError, KeyError, TypeError) as error:
+                except ValueError as error:
                     raise Unavailable(f"watch {self.kind}: undecodable event ({error})") from None
+                if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                    self._malformed("watch", None, ValueError(f"not a watch event: {line[:120]!r}"))
+                    continue
+                kind = event.get("type")
+                obj = event["object"]
+                meta = obj.get("metadata") if kind != "ERROR" else None
                 if kind == "ADDED" or kind == "MODIFIED":
-                    try:
-                        upsert(obj)
-                    except _MALFORMED as error:
-                        self._malformed("watch", obj, error)
+                    record = parse("watch", obj)
+                    if record is not None:
+                        apply("watch", obj, record)
                 elif kind == "DELETED":
                     try:
-                        delete(object_key(obj, namespaced))
+                        delete(kind_name, object_key(obj, namespaced))
                     except _MALFORMED as error:
                         self._malformed("watch", obj, error)
                 elif kind == "BOOKMARK":
@@ -446,6 +476,16 @@ class Reflector:
             self._stream = None
             stream.close()
         return events > 0 or time.monotonic() - opened >= options.min_watch_seconds
+
+
+def _name(obj: Any, namespaced: bool) -> str:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    return f"{meta.get('namespace')}/{meta.get('name')}" if namespaced else str(meta.get("name"))
+
+
+def _record_key(kind: str, record):
+    return record.name if kind == "Node" else (record.namespace, record.name)
 
 
 def _status_error(kind: str, status: Any) -> ApiError:
