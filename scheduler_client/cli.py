@@ -202,10 +202,17 @@ def _tls_warning(args) -> list[str]:
 def run_place(args) -> int:
     gates, _ = _gates(args)
     timeout = parse_duration(args.estimator_timeout)
-    job = load_job(args.job)
+    job = load_job(args.job, karmada_compatible=args.karmada_compatible)
     if not job.components:
         raise InputError(args.job, "spec", f"the {job.kind} has no components to place (Karmada would copy it to "
                                             "every member)")
+    # Karmada's own reading of the job, for its outcome beside ours; it may fail where ours does not.
+    try:
+        karmada_job = job if args.karmada_compatible else load_job(args.job, karmada_compatible=True)
+    except InputError as error:
+        karmada_job, karmada_unreadable = None, str(error)
+    else:
+        karmada_unreadable = ""
     policy = load_policy(args.policy) if args.policy else None
     members = _members(args, gates.get(RESOURCE_MODELING, True))
     endpoints = _endpoints(args, members)
@@ -217,9 +224,13 @@ def run_place(args) -> int:
                       accurate_members=frozenset(endpoints),
                       accurate_addresses={n: e.address for n, e in endpoints.items()},
                       policy_given=policy is not None)
-    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask)
-    if _tls_warning(args):
-        result = dataclasses.replace(result, warnings=result.warnings + tuple(_tls_warning(args)))
+    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask, karmada_job)
+    extra = _tls_warning(args)
+    if karmada_unreadable:
+        extra.append(f"Karmada's interpreter cannot read this job ({karmada_unreadable}): Karmada would not "
+                     "schedule it; the Karmada outcome shown assumes this tool's reading")
+    if extra:
+        result = dataclasses.replace(result, warnings=result.warnings + tuple(extra))
     if args.output == "json":
         print(json.dumps(report.to_json(result), indent=2))
     else:

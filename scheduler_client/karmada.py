@@ -36,7 +36,7 @@ from estimator.filters import tolerates
 from estimator.model import NO_EXECUTE, NO_SCHEDULE
 from scheduler_client import clusterfilter, gates as feature_gates
 from scheduler_client.general import UNKNOWN, model_sets, summary_sets
-from scheduler_client.interpreters import Job
+from scheduler_client.interpreters import KARMADA_BUILTIN, Job
 from scheduler_client.members import Member
 from scheduler_client.merge import merge
 from scheduler_client.policy import DUPLICATED, AffinityTerm, Placement
@@ -311,6 +311,9 @@ def outcome(inp: KarmadaInput) -> KarmadaOutcome:
     if chosen is None:
         chosen, chosen_name = first, inp.placement.affinity_terms[0].name
     caveat = chosen.caveat
+    if job.components and (job.group, job.kind) not in KARMADA_BUILTIN:
+        caveat = (f"Karmada has no built-in interpreter for {job.kind}: this assumes a "
+                  "ResourceInterpreterCustomization that returns these components" + (f"; {caveat}" if caveat else ""))
     if gate_off:
         caveat = (f"feature gate {feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada does not read the job's "
                   "components, counts every member as unlimited and breaks ties by name"

@@ -192,7 +192,9 @@ def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Opt
 
 
 def evaluate(job: Job, members: Sequence[Member], placement: Placement, options: Options,
-             ask_accurate: AskAccurate | None = None) -> PlacementResult:
+             ask_accurate: AskAccurate | None = None, karmada_job: Job | None = None) -> PlacementResult:
+    """`karmada_job`: the job as Karmada's own interpreter reads it, when that differs from `job`
+    (Karmada's outcome is computed for it, its estimators asked with its components)."""
     query = ComponentSetsQuery(job.components, job.namespace)
     filters = {m.name: _filters(m, job, placement) for m in members}
     allowed_somewhere = [m.name for m in members
@@ -224,9 +226,15 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             selected, chosen_term = winner.name, term.name
             break
 
+    seen_by_karmada = job
+    if karmada_job is not None and karmada_job.components != job.components:
+        seen_by_karmada = karmada_job
+        if to_ask and ask_accurate:
+            answers = ask_accurate(to_ask, ComponentSetsQuery(karmada_job.components, karmada_job.namespace),
+                                   karmada_job.object_key)
     replies = {name: AccurateReply(None if answer.failed else answer.value, answer.reason)
                for name, answer in answers.items()}
-    outcome = karmada.outcome(KarmadaInput(job, members, placement, options.gates,
+    outcome = karmada.outcome(KarmadaInput(seen_by_karmada, members, placement, options.gates,
                                            accurate_enabled=bool(options.accurate_members), accurate=replies))
     targets = (Target(selected, 0),) if selected else ()
     compatible = options.karmada_compatible and outcome.exact

@@ -66,8 +66,9 @@ def read_documents(path: str | Path) -> list[Any]:
     return objects
 
 
-def load_job(path: str | Path) -> Job:
-    """The first supported job in the file; other documents (a TrainJob's runtime) come along."""
+def load_job(path: str | Path, karmada_compatible: bool = False) -> Job:
+    """The first supported job in the file; other documents (a TrainJob's runtime) come along.
+    `karmada_compatible`: the components as Karmada's own interpreter reads them."""
     documents = read_documents(path)
     job = next((d for d in documents if is_supported(d)), None)
     if job is None:
@@ -77,7 +78,7 @@ def load_job(path: str | Path) -> Job:
         raise InputError(path, "kind", f"unsupported job kind {kind or '<none>'} ({api or 'no apiVersion'}); "
                                        f"supported: {', '.join(supported_kinds())}")
     try:
-        return interpret(job, [d for d in documents if d is not job])
+        return interpret(job, [d for d in documents if d is not job], karmada_compatible)
     except InterpretError as error:
         raise InputError(path, error.field, error.message) from None
 

@@ -273,3 +273,31 @@ def test_json_targets_are_machine_readable(capsys):
     assert sorted(t["name"] for t in data["targets"]) == ["member-a", "member-b", "member-c"]
     assert data["targets"] == data["karmada"]["targets"] and all(t["replicas"] == 0 for t in data["targets"])
     assert [p["path"] for p in data["karmada"]["paths"]] == ["a"] and data["karmada"]["error"] is None
+
+
+# --- Karmada's outcome uses Karmada's reading of the job -----------------------------------
+
+
+def test_karmadas_outcome_follows_its_own_reading_of_a_volcano_job():
+    from scheduler_client.interpreters import interpret
+    worker = {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "3"}}}]}}
+    manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "v", "namespace": "ml"},
+                "spec": {"tasks": [{"name": "w", "replicas": 2, "template": worker}]}}
+    ours, theirs = interpret(manifest), interpret(manifest, karmada_compatible=True)
+    member = [gpu_member("member-m", 4)]
+    placement = parse_placement({"spreadConstraints": ONE, "replicaScheduling": AGGREGATED})
+    # Volcano's gang: 2 workers x 3 GPUs = 6 > 4: no set. Karmada reads minAvailable 1: 3 GPUs, 1 set.
+    default = evaluate(ours, member, placement, Options(gates=GATE_ON), None, theirs)
+    assert default.targets == () and names(default.karmada.targets) == ["member-m"]
+    compatible = evaluate(theirs, member, placement, Options(gates=GATE_ON, karmada_compatible=True), None)
+    assert names(compatible.targets) == ["member-m"]
+
+
+def test_kinds_karmada_has_no_interpreter_for_say_so():
+    from scheduler_client.interpreters import interpret
+    manifest = {"apiVersion": "kubeflow.org/v1", "kind": "XGBoostJob", "metadata": {"name": "x", "namespace": "ml"},
+                "spec": {"xgbReplicaSpecs": {"Master": {"template": {"spec": {"containers": [{"name": "m"}]}}}}}}
+    result = evaluate(interpret(manifest), SCENARIO, parse_placement({"spreadConstraints": ONE,
+                                                                      "replicaScheduling": AGGREGATED}),
+                      Options(gates=GATE_ON))
+    assert "no built-in interpreter for XGBoostJob" in result.karmada.caveat

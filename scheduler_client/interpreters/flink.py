@@ -13,6 +13,13 @@ Where we differ from Karmada's interpreter, on purpose (each noted on the job):
 - required node affinity from the pod template is kept (Karmada drops it), and a
   component's own podTemplate (jobManager.podTemplate / taskManager.podTemplate) wins over
   spec.podTemplate field by field, as the operator merges them.
+
+`karmada_compatible=True` reads the job exactly as Karmada's interpreter does, to get the
+components Karmada sends: memory through kube.getResourceQuantity (a Kubernetes quantity
+string: "2048m" is 2.048 bytes, rounded up to 3 like Quantity.Value(); a Flink-only form such
+as "2g", or a bare number, makes Karmada's GetComponents fail, reported here as an error on
+the field), only spec.podTemplate's nodeSelector, tolerations and priorityClassName. Each
+reading notes where the other differs.
 """
 
 from __future__ import annotations
@@ -93,17 +100,47 @@ def _claim(specs: Sequence[tuple[Mapping, str]]) -> tuple[NodeClaim, str]:
     return claim, str(priority or "")
 
 
-def _component_shape(manifest: Mapping, key: str, namespace: str, notes: list[str]):
+def karmada_memory_bytes(value: Any, field: str) -> int:
+    """Memory as Karmada's Lua reads it: kube.getResourceQuantity of a quantity string."""
+    if not isinstance(value, str):
+        raise InterpretError(field, f"Karmada's interpreter takes only a quantity string here, got {value!r}: "
+                                    "its GetComponents fails (kube.getResourceQuantity)")
+    try:
+        return quantity_to_int(MEMORY, value.strip())
+    except QuantityError:
+        raise InterpretError(field, f"Karmada's interpreter cannot read {value!r} as a Kubernetes quantity: its "
+                                    "GetComponents fails (kube.getResourceQuantity); Flink reads it as "
+                                    f"{flink_memory_bytes(value, field)[0]} bytes") from None
+
+
+def _memory(memory: Any, field: str, notes: list[str], karmada_compatible: bool) -> int:
+    flink, flink_unit = flink_memory_bytes(memory, field)
+    if not karmada_compatible:
+        if flink_unit:
+            notes.append(f"{field} {memory!r} read as a Flink size ({flink} bytes); Karmada's interpreter reads it "
+                         "as a Kubernetes quantity")
+        return flink
+    karmada = karmada_memory_bytes(memory, field)
+    if karmada != flink:
+        notes.append(f"{field} {memory!r} read as Karmada reads it, a Kubernetes quantity ({karmada} bytes); the "
+                     f"Flink operator gives the pod {flink} bytes")
+    return karmada
+
+
+def _component_shape(manifest: Mapping, key: str, namespace: str, notes: list[str], karmada_compatible: bool = False):
     field = f"spec.{key}"
     spec = mapping(get(manifest, "spec", key), field)
     resource = mapping(spec.get("resource"), f"{field}.resource")
     requests = {CPU: cpu_millicores(resource.get("cpu"), f"{field}.resource.cpu")}
     memory = resource.get("memory")
     if memory is not None:
-        requests[MEMORY], flink_unit = flink_memory_bytes(memory, f"{field}.resource.memory")
-        if flink_unit:
-            notes.append(f"{field}.resource.memory {memory!r} read as a Flink size ({requests[MEMORY]} bytes); "
-                         "Karmada's interpreter reads it as a Kubernetes quantity")
+        requests[MEMORY] = _memory(memory, f"{field}.resource.memory", notes, karmada_compatible)
+    if karmada_compatible:
+        # Karmada's Lua: spec.podTemplate only, no node affinity, no per-component podTemplate.
+        template = mapping(get(manifest, "spec", "podTemplate", "spec"), "spec.podTemplate.spec")
+        claim = NodeClaim(node_selector(template.get("nodeSelector"), "spec.podTemplate.spec.nodeSelector"), None,
+                          tolerations(template.get("tolerations"), "spec.podTemplate.spec.tolerations"))
+        return shape(requests, claim, namespace, str(template.get("priorityClassName") or ""))
     pod_specs = [(mapping(get(spec, "podTemplate", "spec"), f"{field}.podTemplate.spec"), f"{field}.podTemplate.spec"),
                  (mapping(get(manifest, "spec", "podTemplate", "spec"), "spec.podTemplate.spec"), "spec.podTemplate.spec")]
     claim, priority = _claim(pod_specs)
@@ -122,12 +159,12 @@ def _taskmanager_replicas(manifest: Mapping) -> int:
     return ceil_div(parallelism, slots)
 
 
-def flinkdeployment(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+def flinkdeployment(manifest: Mapping, related: Sequence[Mapping] = (), karmada_compatible: bool = False) -> Job:
     namespace, _ = metadata(manifest)
     notes: list[str] = []
     jobmanager = Component("jobmanager", replicas(get(manifest, "spec", "jobManager", "replicas"),
                                                   "spec.jobManager.replicas"),
-                           _component_shape(manifest, "jobManager", namespace, notes))
+                           _component_shape(manifest, "jobManager", namespace, notes, karmada_compatible))
     taskmanager = Component("taskmanager", _taskmanager_replicas(manifest),
-                            _component_shape(manifest, "taskManager", namespace, notes))
+                            _component_shape(manifest, "taskManager", namespace, notes, karmada_compatible))
     return make_job(manifest, (jobmanager, taskmanager), notes)

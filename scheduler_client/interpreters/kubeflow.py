@@ -7,6 +7,11 @@
   `Worker`); replicas default 1, but 0 for a type called worker (any case). Karmada walks a
   Lua table (no fixed order); we keep the manifest's order.
 
+- XGBoostJob and PaddleJob (v1): Master -> `master`, Worker -> `worker`, in that order;
+  replica type keys in any case (the training operator camel-cases them); replicas default
+  1, as its defaulting does. Karmada (v1.18) ships no interpreter for these two kinds: it
+  sees these components only through a ResourceInterpreterCustomization that returns them.
+
 A replica type without a template still counts its replicas (no requirements), except in
 MPIJob, which skips it as Karmada does.
 """
@@ -18,15 +23,19 @@ from typing import Mapping, Sequence
 from scheduler_client.interpreters.common import Job, component, make_job, mapping, metadata, replicas
 
 
-def _fixed_types(manifest: Mapping, specs_field: str, order: tuple[tuple[str, str], ...]) -> Job:
+def _fixed_types(manifest: Mapping, specs_field: str, order: tuple[tuple[str, str], ...],
+                 any_case: bool = False) -> Job:
     namespace, _ = metadata(manifest)
     specs = mapping(mapping(manifest.get("spec"), "spec").get(specs_field), f"spec.{specs_field}")
     components = []
     for replica_type, name in order:
-        if specs.get(replica_type) is None:
+        key = replica_type
+        if any_case:
+            key = next((k for k in specs if str(k).lower() == replica_type.lower()), replica_type)
+        if specs.get(key) is None:
             continue
-        field = f"spec.{specs_field}.{replica_type}"
-        spec = mapping(specs[replica_type], field)
+        field = f"spec.{specs_field}.{key}"
+        spec = mapping(specs[key], field)
         count = replicas(spec.get("replicas"), f"{field}.replicas")
         components.append(component(name, count, spec.get("template"), namespace, field))
     return make_job(manifest, components)
@@ -40,6 +49,14 @@ def tfjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
     return _fixed_types(manifest, "tfReplicaSpecs", (
         ("PS", "ps"), ("Worker", "worker"), ("Chief", "chief"), ("Master", "master"), ("Evaluator", "evaluator"),
     ))
+
+
+def xgboostjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    return _fixed_types(manifest, "xgbReplicaSpecs", (("Master", "master"), ("Worker", "worker")), any_case=True)
+
+
+def paddlejob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
+    return _fixed_types(manifest, "paddleReplicaSpecs", (("Master", "master"), ("Worker", "worker")), any_case=True)
 
 
 def mpijob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
