@@ -17,7 +17,7 @@ from pathlib import Path
 
 from estimator.model import ComponentSetsQuery
 from scheduler_client import accurate, cli
-from scheduler_client.gates import DEFAULTS
+from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
 from scheduler_client.launch import LocalEstimator, wait_serving
 from scheduler_client.members import build_members
 from scheduler_client.placement import ACCURATE, MODELS, Options, evaluate
@@ -57,7 +57,8 @@ class Scenario:
 
     def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False):
         endpoints = self.endpoints if use_accurate else {}
-        options = Options(karmada_compatible=karmada_compatible, gates=dict(DEFAULTS),
+        # The story is about a Karmada that runs the multi-component path (the gate on).
+        options = Options(karmada_compatible=karmada_compatible, gates={**DEFAULTS, MULTIPLE_POD_TEMPLATES: True},
                           accurate_members=frozenset(endpoints),
                           accurate_addresses={n: e.address for n, e in endpoints.items()})
         ask = lambda names, query, key: accurate.ask_all([endpoints[n] for n in names], query, key)  # noqa: E731
@@ -129,7 +130,8 @@ def with_accurate(scenario: Scenario) -> None:
                 print(f"    {m.name} ({result.job.name}) rejected: " + "; ".join(m.reasons[1:2] or m.reasons[:1]))
     args = ["--job", _rel(DEMO / "jobs" / "train-big.yaml"), "--policy", _rel(GOOD_POLICY), "--clusters",
             _rel(CLUSTERS), *[a for m in MEMBERS for a in ("--member", f"{m}={_rel(DEMO / (m + '.yaml'))}")],
-            *[a for m, e in scenario.endpoints.items() for a in ("--estimator", f"{m}={e.address}")]]
+            *[a for m, e in scenario.endpoints.items() for a in ("--estimator", f"{m}={e.address}")],
+            "--feature-gates", f"{MULTIPLE_POD_TEMPLATES}=true"]
     print("\n$ karmada-place " + " ".join(args) + "\n")
     exit_code = cli.main([str(REPO / a) if a.startswith("deploy/") else a for a in args])
     print(f"(exit status {exit_code})")
@@ -143,7 +145,7 @@ def blind_models(scenario: Scenario) -> None:
             result = scenario.place(job, use_accurate=True, karmada_compatible=compatible)
             by_name = {m.name: m for m in result.members}
             cells = [f"models {_cell(by_name[m].estimates[MODELS])} -> {_cell(by_name[m].sets)}" for m in MEMBERS]
-            chosen = result.selected or 'none: "no enough resource when selecting 1 clusters"'
+            chosen = result.selected or (f'none: "{result.karmada.error}"' if compatible else "none")
             rows.append((job, label, *cells, chosen))
     print("\n".join(columns(rows, "    ")))
     print("    Karmada's 0 wins the minimum over estimators, so no member is ever chosen for a GPU job\n"

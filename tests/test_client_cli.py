@@ -292,6 +292,6 @@ def test_make_demo_tells_the_story_in_under_a_minute():
     assert "train-big    first-fit  0         0         1" in out
     assert "THE TRAP, train-big: member-b" in out
     assert "selected: member-c" in out
-    assert 'none: "no enough resource when selecting 1 clusters"' in out
+    assert 'none: "failed to select clusters: no enough resource when selecting 1 clusters"' in out
     for failure in (1, 2, 3, 4):
         assert f"[failure {failure}]" in out
