@@ -15,6 +15,7 @@ Module map (pure logic unless marked as an edge; tests/test_client_layering.py c
     select.py       one member: Karmada's order or the tightest fit
     explain.py      per-node reasons from a member snapshot
     placement.py    the whole computation, with accurate answers through one seam
+    karmada.py      what Karmada's scheduler itself does: its targets or its error text
     report.py       table and JSON
     doctor.py       the scenario's silent failures, before they happen
     sources.py      EDGE: reading input files; errors name file and field
