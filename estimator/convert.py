@@ -5,6 +5,12 @@ Pure translation, no I/O and no gRPC. The Kubernetes objects that travel as byte
 wire type. Every rejection is an InvalidRequest naming the offending field by its path
 in the request, e.g. `components[1].replicaRequirements.resourceRequestBytes["nvidia.com/gpu"]`.
 
+Two wire forms: Karmada v1.16/v1.17 schedulers send the Kubernetes objects as messages
+in the original fields (resourceRequest, nodeAffinity, tolerations), v1.19 as bytes in
+the *Bytes fields, v1.18 both. As in Karmada's readers, a non-empty bytes field wins and
+the original field is the fallback; when both are present they must say the same thing,
+else the request is refused naming the original field.
+
 Normalisation follows Karmada's Go estimator (see semantics.md, "Parity details"):
 request entries that are not positive, `pods`, and names a node-fit check does not count
 are dropped; zero affinity terms mean no constraint. Unlike Go, which silently lets a
@@ -104,7 +110,8 @@ def check_decoded(request) -> None:
 def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
     """MaxAvailableReplicas: shape is None when replicaRequirements is unset."""
     shape = None
-    if req.HasField("replicaRequirements"):
+    # v1.16/v1.17 embed replicaRequirements by value, so "none" arrives as an empty message.
+    if req.HasField("replicaRequirements") and req.replicaRequirements.ListFields():
         requirements = req.replicaRequirements
         shape = _shape(requirements, "replicaRequirements", requirements.namespace)
     return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads))
@@ -176,26 +183,48 @@ def _shape(
     if requirements.HasField("nodeClaim"):
         claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim")
     return model.ReplicaShape(
-        requests=_requests(requirements.resourceRequestBytes, f"{path}.resourceRequestBytes"),
+        requests=_resource_requests(requirements, path),
         claim=claim,
         namespace=namespace,
         priority_class=requirements.priorityClassName,
     )
 
 
-def _requests(encoded: Mapping[str, bytes], path: str) -> tuple[tuple[str, int], ...]:
-    """Counted, positive requests sorted by name. Every entry is validated, even dropped ones,
-    as Go fails the whole request when any quantity does not unmarshal."""
-    _limit(len(encoded), "resourceRequestBytes", path)
-    requests = []
-    for name in sorted(encoded):
+def _resource_requests(
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str
+) -> tuple[tuple[str, int], ...]:
+    """Counted, positive requests sorted by name, from whichever form the request carries."""
+    amounts = None
+    if requirements.resourceRequestBytes:
+        amounts = _amounts(requirements.resourceRequestBytes, f"{path}.resourceRequestBytes", _quantity)
+    if requirements.resourceRequest:
+        original = _amounts(requirements.resourceRequest, f"{path}.resourceRequest", _quantity_message)
+        if amounts is not None and original != amounts:
+            differences = _differences(original, amounts)
+            raise InvalidRequest(f"{path}.resourceRequest", f"disagrees with resourceRequestBytes: {differences}")
+        amounts = original
+    return tuple((name, amount) for name, amount in (amounts or {}).items()
+                 if amount > 0 and name != PODS and is_counted(name))
+
+
+def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
+    """Every entry's amount, by name in sorted order. Every entry is validated, even ones the
+    estimate ignores, as Go fails the whole request when any quantity does not unmarshal."""
+    _limit(len(entries), "resourceRequestBytes", path)
+    amounts = {}
+    for name in sorted(entries):
         try:
-            amount = _quantity(name, encoded[name])
+            amounts[name] = amount_of(name, entries[name])
         except _BadQuantity as bad:  # the field path is only spelled out when it is needed
             raise InvalidRequest(f"{path}[{json.dumps(name, ensure_ascii=False)}]", str(bad)) from None
-        if amount > 0 and name != PODS and is_counted(name):
-            requests.append((name, amount))
-    return tuple(requests)
+    return amounts
+
+
+def _differences(original: dict[str, int], encoded: dict[str, int]) -> str:
+    names = sorted(set(original) | set(encoded))
+    shown = [f"{name} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
+             for name in names if original.get(name) != encoded.get(name)]
+    return "; ".join(shown)
 
 
 class _BadQuantity(ValueError):
@@ -209,7 +238,15 @@ def _quantity(name: str, encoded: bytes) -> int:
         quantity = k8s_resource.Quantity.FromString(encoded)
     except DecodeError:
         raise _BadQuantity(f"is not a valid encoding of {k8s_resource.Quantity.DESCRIPTOR.full_name}") from None
-    text = quantity.string
+    return _quantity_text(name, quantity.string)
+
+
+def _quantity_message(name: str, quantity: k8s_resource.Quantity) -> int:
+    return _quantity_text(name, quantity.string)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(name: str, text: str | bytes) -> int:
     if not isinstance(text, str):
         raise _BadQuantity("is not valid UTF-8")
     if not text:
@@ -228,21 +265,44 @@ def _quantity(name: str, encoded: bytes) -> int:
 
 def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
     _limit(len(claim.nodeSelector), "nodeSelector", f"{path}.nodeSelector")
-    _limit(len(claim.tolerationsBytes), "tolerationsBytes", f"{path}.tolerationsBytes")
     return model.NodeClaim(
         node_selector=tuple(sorted(claim.nodeSelector.items())),
-        affinity_terms=_affinity_terms(claim.nodeAffinityBytes, f"{path}.nodeAffinityBytes"),
-        tolerations=tuple(
-            _toleration(encoded, f"{path}.tolerationsBytes[{i}]") for i, encoded in enumerate(claim.tolerationsBytes)
-        ),
+        affinity_terms=_claim_affinity(claim, path),
+        tolerations=_claim_tolerations(claim, path),
     )
 
 
-def _affinity_terms(encoded: bytes, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
-    """None means no required affinity: empty bytes or a selector with zero terms."""
-    if not encoded:
-        return None
-    selector = _decode(core.NodeSelector, encoded, path)
+def _claim_affinity(claim: pb.NodeClaim, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+    terms = None
+    if claim.nodeAffinityBytes:
+        at = f"{path}.nodeAffinityBytes"
+        terms = _selector_terms(_decode(core.NodeSelector, claim.nodeAffinityBytes, at), at)
+    # Presence, not emptiness: v1.18 sends an empty selector as an empty message and no bytes.
+    if claim.HasField("nodeAffinity"):
+        original = _selector_terms(claim.nodeAffinity, f"{path}.nodeAffinity")
+        if claim.nodeAffinityBytes and original != terms:
+            raise InvalidRequest(f"{path}.nodeAffinity", "disagrees with nodeAffinityBytes")
+        terms = original
+    return terms
+
+
+def _claim_tolerations(claim: pb.NodeClaim, path: str) -> tuple[model.Toleration, ...]:
+    _limit(len(claim.tolerationsBytes), "tolerationsBytes", f"{path}.tolerationsBytes")
+    _limit(len(claim.tolerations), "tolerationsBytes", f"{path}.tolerations")
+    tolerations = tuple(
+        _toleration(_decode(core.Toleration, encoded, f"{path}.tolerationsBytes[{i}]"), f"{path}.tolerationsBytes[{i}]")
+        for i, encoded in enumerate(claim.tolerationsBytes)
+    )
+    if claim.tolerations:
+        original = tuple(_toleration(t, f"{path}.tolerations[{i}]") for i, t in enumerate(claim.tolerations))
+        if claim.tolerationsBytes and original != tolerations:
+            raise InvalidRequest(f"{path}.tolerations", "disagrees with tolerationsBytes")
+        tolerations = original
+    return tolerations
+
+
+def _selector_terms(selector: core.NodeSelector, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+    """None means no required affinity: a selector with zero terms."""
     if not selector.nodeSelectorTerms:
         return None
     _limit(len(selector.nodeSelectorTerms), "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
@@ -301,8 +361,7 @@ def _requirement_parts(requirement: core.NodeSelectorRequirement, path: str) -> 
     )
 
 
-def _toleration(encoded: bytes, path: str) -> model.Toleration:
-    toleration = _decode(core.Toleration, encoded, path)
+def _toleration(toleration: core.Toleration, path: str) -> model.Toleration:
     key = _text(toleration.key, f"{path}.key")
     operator = _text(toleration.operator, f"{path}.operator")
     value = _text(toleration.value, f"{path}.value")
