@@ -123,8 +123,10 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
         rs = placement.replica_scheduling
         why = "defaulted to Weighted by Karmada's webhook" if rs.division_defaulted else "Weighted"
         findings.append(Finding("spread-ignored", ERROR, 2,
-                                f"replicaScheduling is Divided and replicaDivisionPreference is {why}, with no dynamic "
-                                "weight: Karmada ignores spread constraints then and copies the job to "
+                                f"replicaScheduling is Divided and replicaDivisionPreference is {why}, with "
+                                + ("no weightPreference" if not rs.weight_preference_given else
+                                   "static weights and no dynamic weight")
+                                + ": Karmada ignores spread constraints then and copies the job to "
                                 f"{_everywhere(allowed)}",
                                 "set replicaDivisionPreference: Aggregated", karmada.PATH_A))
     elif placement.availability_ignored():

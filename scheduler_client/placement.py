@@ -156,8 +156,9 @@ def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Opt
                         "Karmada would not choose one member, it would copy the job to every member it allows "
                         "(see karmada-place doctor)")
     elif placement.spread_ignored():
-        warnings.append("replicaScheduling Divided + Weighted (without dynamic weights) makes Karmada ignore the "
-                        "spread constraint: the job would be copied to every member it allows")
+        warnings.append("replicaScheduling Divided + Weighted with no weightPreference, or static weights without a "
+                        "dynamic weight, makes Karmada ignore the spread constraint: the job would be copied to every "
+                        "member it allows")
     elif placement.availability_ignored():
         warnings.append("replicaScheduling is absent or Duplicated: Karmada takes the top member without checking "
                         "that it fits a set")
