@@ -96,6 +96,11 @@ class WatchClusterState:
         self._published: ClusterSnapshot | None = None
         self._published_at = 0.0
         self._publisher = threading.Thread(target=self._publish_loop, name="watch-snapshots", daemon=True)
+        # A SIGHUP relists every kind; until each has swapped its new list in, estimates keep
+        # the snapshot from before (bounded by relist_hold_max, should a list keep failing).
+        self.relist_hold_max = 60.0
+        self._holding: set[str] = set()
+        self._hold_deadline = 0.0
 
     # --- ClusterState protocol ------------------------------------------------------------
 
@@ -110,9 +115,21 @@ class WatchClusterState:
             self._froze = True
         for reflector in self.reflectors.values():
             reflector.on_synced = self._reflector_synced
+            reflector.on_listed = self._reflector_listed
             reflector.start()
         if self.snapshot_max_lag > 0:
             self._publisher.start()
+
+    def _reflector_listed(self, reflector: Reflector) -> None:
+        if not reflector._relist_requested:  # a list begun before the latest reload does not count
+            self._holding.discard(reflector.kind)
+
+    def _held(self) -> bool:
+        if self._holding and time.monotonic() > self._hold_deadline:
+            log.warning("relist after reload still incomplete for %s after %.0fs; publishing the live state",
+                        ", ".join(sorted(self._holding)), self.relist_hold_max)
+            self._holding = set()
+        return bool(self._holding)
 
     def _reflector_synced(self) -> None:
         if self.synced() and self.freeze_gc and not self._stopped:
@@ -148,7 +165,9 @@ class WatchClusterState:
         self.priority.estimate_started()
         published = self._published
         if published is not None and (
-            published.version == self.cache.version
+            self.cache.busy
+            or self._held()
+            or published.version == self.cache.version
             or time.monotonic() - self._published_at <= self.snapshot_max_lag
         ):
             return published
@@ -165,7 +184,8 @@ class WatchClusterState:
         while not self._stop.wait(period):
             try:
                 published = self._published
-                if self.synced() and (published is None or published.version != self.cache.version):
+                if (self.synced() and (published is None or published.version != self.cache.version)
+                        and not self.cache.busy and not self._held()):
                     self._publish()
             except Exception:  # noqa: BLE001 - estimates then build snapshots themselves
                 log.exception("snapshot publisher tick failed")
@@ -198,6 +218,9 @@ class WatchClusterState:
     def reload(self) -> bool:
         """SIGHUP: relist every kind (the watch continues from the new lists)."""
         log.info("reload requested: relisting every kind")
+        if self._published is not None:
+            self._hold_deadline = time.monotonic() + self.relist_hold_max
+            self._holding = set(self.reflectors)
         for reflector in self.reflectors.values():
             reflector.request_relist()
         return True

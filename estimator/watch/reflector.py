@@ -185,6 +185,7 @@ class Reflector:
         self._productive = False
         self._relist_requested = False
         self.on_synced: Callable[[], None] | None = None  # called once, after the first list
+        self.on_listed: Callable[[Reflector], None] | None = None  # after every complete list
         self.thread = threading.Thread(target=self._run, name=f"watch-{spec.kind}", daemon=True)
 
     # --- control (any thread) ---------------------------------------------------------
@@ -357,6 +358,8 @@ class Reflector:
         self.lists += 1
         self.resource_version = resource_version
         self.last_ok = time.monotonic()
+        if self.on_listed is not None:
+            self.on_listed(self)
         if not self.synced:
             self.synced = True
             log.info("%s: synced %d objects at resourceVersion %s", self.kind, len(seen), resource_version)
