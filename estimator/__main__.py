@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Sequence
 
-from estimator import logsetup
+from estimator import flags, logsetup
 from estimator.errors import SnapshotError
 from estimator.httpendpoints import BindAddressError
 from estimator.kernels import cache_note
@@ -22,13 +22,15 @@ from estimator.plugins.noderesource import PACKING_MODES
 
 log = logging.getLogger("estimator")
 
-# Gates of the Go estimator. We always behave as if both were on; the flag is accepted so
-# existing manifests start unchanged, and a gate turned off is reported, not obeyed silently.
-KNOWN_FEATURE_GATES = ("SchedulingOvercommitProtection", "ResourceQuotaEstimate")
+# The gates this estimator's behaviour depends on. It always behaves as if both were on; a
+# gate turned off is reported at start, not obeyed silently.
+BEHAVIOUR_GATES = ("SchedulingOvercommitProtection", "ResourceQuotaEstimate")
 
 DESCRIPTION = """\
 Accurate Karmada scheduler-estimator for one member cluster. Speaks Karmada's Estimator
 gRPC protocol (MaxAvailableReplicas, MaxAvailableComponentSets, GetUnschedulableReplicas).
+Accepts every flag of Karmada's Go karmada-scheduler-estimator (v1.16 to v1.19), with Go's
+value syntax, so Karmada's manifests and Helm chart start it unchanged.
 
 Differences from Karmada's Go estimator, on purpose:
   * assumed (in-flight) workloads in a request are ALWAYS deducted (the Go server only
@@ -39,72 +41,195 @@ Differences from Karmada's Go estimator, on purpose:
 """
 
 
+def _go(parse, label: str = ""):
+    """An argparse type from one of estimator.flags' Go parsers: the error names the value
+    and carries Go's reason; argparse prefixes the flag."""
+
+    def convert(text: str):
+        try:
+            return parse(text)
+        except flags.FlagValueError as error:
+            raise argparse.ArgumentTypeError(f'invalid argument "{text}": {error}') from None
+
+    convert.__name__ = label or parse.__name__
+    return convert
+
+
+def _bool(p, *names, help: str) -> None:
+    # Bare means true; "=false" and Go's other forms are values (normalize_argv rewrites a
+    # bare flag to "=true" so a following word is never taken as its value).
+    p.add_argument(*names, nargs="?", const=True, default=False, type=_go(flags.parse_bool, "bool"), help=help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=cache_note(),
+        allow_abbrev=False,  # pflag has no abbreviations; --cluster must not mean --cluster-name
     )
     src = p.add_argument_group("cluster state (one of)")
     src.add_argument("--snapshot", action="append", default=[], metavar="FILE",
                      help="kubectl-style file (v1 List YAML/JSON or multi-document YAML) describing the member; "
-                          "repeatable. SIGHUP reloads; a bad reload keeps the previous state.")
+                          "repeatable. SIGHUP reloads; a bad reload keeps the previous state. Not a Karmada flag.")
     src.add_argument("--kubeconfig", default="", help="Path to member cluster's kubeconfig file (live list/watch).")
     src.add_argument("--master", default="", help="The address of the member Kubernetes API server. "
                                                   "Overrides any value in kubeconfig.")
-    p.add_argument("--cluster-name", required=True, help="Name of member cluster that the estimator serves for.")
-    p.add_argument("--kube-api-qps", type=float, default=20.0, help="QPS to use while talking with apiserver.")
-    p.add_argument("--kube-api-burst", type=int, default=30, help="Burst to use while talking with apiserver.")
-    p.add_argument("--server-port", type=int, default=10352, help="The port on which to serve gRPC.")
-    p.add_argument("--server-bind-address", default="0.0.0.0",
-                   help="Address the gRPC server binds to (not in the Go estimator, which binds all).")
-    p.add_argument("--health-probe-bind-address", default=":10351",
+
+    g = p.add_argument_group("Karmada scheduler-estimator flags")
+    g.add_argument("--cluster-name", required=True, help="Name of member cluster that the estimator serves for.")
+    g.add_argument("--kube-api-qps", type=_go(flags.parse_float32, "float32"), default=20.0,
+                   help="QPS to use while talking with apiserver.")
+    g.add_argument("--kube-api-burst", type=_go(flags.parse_int, "int"), default=30,
+                   help="Burst to use while talking with apiserver.")
+    g.add_argument("--server-port", type=_go(flags.parse_int, "int"), default=10352,
+                   help="The port on which to serve gRPC.")
+    g.add_argument("--health-probe-bind-address", default=":10351",
                    help="Address for /healthz and /readyz (e.g. :10351); 0 disables.")
-    p.add_argument("--metrics-bind-address", default=":8080",
+    g.add_argument("--metrics-bind-address", default=":8080",
                    help="Address for Prometheus /metrics (e.g. :8080); 0 disables.")
-    p.add_argument("--parallelism", type=int, default=16, help="Concurrent estimate workers. Must be > 0.")
-    p.add_argument("--packing", choices=PACKING_MODES, default="best",
-                   help="best: verified best packing, never below first-fit (default); "
-                        "first-fit: Karmada's algorithm, same answers as the Go estimator.")
-    p.add_argument("--grpc-auth-cert-file", default="", help="Server certificate for gRPC TLS.")
-    p.add_argument("--grpc-auth-key-file", default="", help="Server key for gRPC TLS.")
-    p.add_argument("--grpc-client-ca-file", default="",
+    g.add_argument("--parallelism", type=_go(flags.parse_int, "int"), default=0,
+                   help="Concurrent estimate workers; 0 or less means 16, as in Karmada.")
+    g.add_argument("--grpc-auth-cert-file", default="", help="Server certificate for gRPC TLS.")
+    g.add_argument("--grpc-auth-key-file", default="", help="Server key for gRPC TLS.")
+    g.add_argument("--grpc-client-ca-file", default="",
                    help="CA that client certificates must chain to (mutual TLS).")
-    p.add_argument("--insecure-skip-grpc-client-verify", action="store_true",
-                   help="With a client CA set, do not require or verify client certificates.")
-    p.add_argument("--max-concurrent-requests", type=int, default=64,
-                   help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
-                        "(a bounded queue, not one that grows); 0: no limit.")
-    p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
-                   help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
-    p.add_argument("--shutdown-grace-period", type=float, default=10.0,
-                   help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
-    p.add_argument("--feature-gates", default="",
-                   help=f"Accepted for compatibility ({', '.join(KNOWN_FEATURE_GATES)}); "
-                        "both behaviours are always on, see above.")
-    p.add_argument("--log-format", choices=("text", "json"), default="text")
-    p.add_argument("--v", type=int, default=0, help="Log verbosity: >= 2 logs every estimate, >= 4 debug.")
+    _bool(g, "--insecure-skip-grpc-client-verify",
+          help="With a client CA set, do not require or verify client certificates.")
+    g.add_argument("--feature-gates", action="append", default=[], metavar="A=true,B=false",
+                   type=_go(flags.parse_feature_gates, "feature gates"),
+                   help="Karmada's feature gates (AllAlpha, AllBeta and every gate of Karmada v1.16-v1.19); "
+                        "an unknown gate is an error. Of them only " + " and ".join(BEHAVIOUR_GATES) +
+                        " concern an estimator; both behaviours are always on, see above.")
+    _bool(g, "--enable-pprof", help="Go's pprof endpoint does not exist here: accepted, and logged at start.")
+    g.add_argument("--profiling-bind-address", default=":6060", help="Not bound (see --enable-pprof).")
+
+    lg = p.add_argument_group("logging (component-base and klog flags)")
+    lg.add_argument("--logging-format", type=_go(flags.parse_logging_format, "format"), default=None,
+                    help='"text" (klog header) or "json" (every stderr line is a JSON object).')
+    lg.add_argument("--log-format", choices=("text", "json"), default=None, help=argparse.SUPPRESS)  # older name
+    lg.add_argument("-v", "--v", type=_go(flags.parse_verbosity, "Level"), default=0,
+                    help="Log verbosity: >= 2 logs every estimate, >= 4 debug.")
+    lg.add_argument("--vmodule", type=_go(flags.parse_vmodule, "pattern=N"), default=[], metavar="pattern=N,...",
+                    help="Per-file verbosity; a pattern matches a Python file's name without .py.")
+    lg.add_argument("--log-flush-frequency", type=_go(flags.parse_duration, "duration"), default=5.0,
+                    help="Accepted; every line is written at once here.")
+    _bool(lg, "--log-text-split-stream", help="Text: errors to stderr, other lines to stdout (LoggingAlphaOptions).")
+    _bool(lg, "--log-json-split-stream", help="JSON: errors to stderr, other lines to stdout (LoggingAlphaOptions).")
+    lg.add_argument("--log-text-info-buffer-size", type=_go(flags.parse_byte_quantity, "quantity"), default=0,
+                    help="Accepted (LoggingAlphaOptions); lines are not buffered here.")
+    lg.add_argument("--log-json-info-buffer-size", type=_go(flags.parse_byte_quantity, "quantity"), default=0,
+                    help="Accepted (LoggingAlphaOptions); lines are not buffered here.")
+    _bool(lg, "--logtostderr", help="klog: log to stderr instead of files (default true).")
+    _bool(lg, "--alsologtostderr", help="klog: with --logtostderr=false, also copy every line to stderr.")
+    lg.add_argument("--log-dir", default="", help="klog: with --logtostderr=false, write "
+                                                  "karmada-scheduler-estimator.log in this directory.")
+    lg.add_argument("--log-file", default="", help="klog: with --logtostderr=false, write to this file.")
+    lg.add_argument("--log-file-max-size", type=_go(lambda t: flags.parse_uint(t, 0, 64), "uint64"), default=1800,
+                    help="klog: MB before the log file rolls over (one previous file kept); 0: unlimited.")
+    lg.add_argument("--stderrthreshold", type=_go(flags.parse_severity, "severity"), default=2,
+                    help="klog: with --logtostderr=false, lines at or above this severity also go to stderr.")
+    _bool(lg, "--skip-headers", help="klog: text lines without the I0102 15:04:05.000000 ... header.")
+    _bool(lg, "--add-dir-header", help="klog: the header names the file's directory too.")
+    _bool(lg, "--skip-log-headers", help="klog: accepted; log files get no header here anyway.")
+    _bool(lg, "--one-output", help="klog: accepted; there is one log file per process here.")
+    lg.add_argument("--log-backtrace-at", type=_go(flags.parse_trace_location, "traceLocation"), default=None,
+                    metavar="FILE:N", help="klog: the line logged at file.py:N carries a stack trace.")
+
+    ours = p.add_argument_group("this estimator only")
+    ours.add_argument("--server-bind-address", default="0.0.0.0",
+                      help="Address the gRPC server binds to (not in the Go estimator, which binds all).")
+    ours.add_argument("--packing", choices=PACKING_MODES, default="best",
+                      help="best: verified best packing, never below first-fit (default); "
+                           "first-fit: Karmada's algorithm, same answers as the Go estimator.")
+    ours.add_argument("--max-concurrent-requests", type=int, default=64,
+                      help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
+                           "(a bounded queue, not one that grows); 0: no limit.")
+    ours.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
+                      help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
+    ours.add_argument("--shutdown-grace-period", type=float, default=10.0,
+                      help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
+    p.set_defaults(logtostderr=True)
     return p
+
+
+# Karmada's flags whose value is a bool: a bare one means true (see flags.normalize_argv).
+BOOL_FLAGS = {"insecure-skip-grpc-client-verify", "enable-pprof", "log-text-split-stream", "log-json-split-stream",
+              "logtostderr", "alsologtostderr", "skip-headers", "add-dir-header", "skip-log-headers", "one-output"}
+
+
+def feature_gates(args: argparse.Namespace) -> flags.FeatureGates:
+    gates = flags.FeatureGates()
+    for value in args.feature_gates:
+        gates.merge(value)
+    return gates
+
+
+def log_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                gates: flags.FeatureGates) -> flags.LogOptions:
+    if args.logging_format is not None and args.log_format is not None and args.logging_format != args.log_format:
+        parser.error("--logging-format and --log-format disagree")
+    options = flags.LogOptions(
+        format=args.logging_format or args.log_format or "text", verbosity=args.v, vmodule=args.vmodule,
+        flush_frequency=args.log_flush_frequency, logtostderr=args.logtostderr if args.logtostderr is not None else True,
+        alsologtostderr=args.alsologtostderr, log_dir=args.log_dir, log_file=args.log_file,
+        log_file_max_size_mb=args.log_file_max_size, stderrthreshold=args.stderrthreshold,
+        skip_headers=args.skip_headers, add_dir_header=args.add_dir_header, backtrace_at=args.log_backtrace_at,
+    )
+    errors = options.validate(gates, text_split=args.log_text_split_stream, text_buffer=args.log_text_info_buffer_size,
+                              json_split=args.log_json_split_stream, json_buffer=args.log_json_info_buffer_size)
+    if errors:
+        # component-base's wording, prefixed with the flag
+        parser.error("; ".join(errors))
+    return options
 
 
 def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not args.cluster_name:
-        parser.error("--cluster-name must not be empty")
+        parser.error('--cluster-name: Invalid value: "": clusterName cannot be empty')
     if args.parallelism <= 0:
-        parser.error("--parallelism must be greater than 0")
+        args.parallelism = 16  # Karmada's parallelizer: 0 or less means its default
     if not 0 <= args.server_port <= 65535:
-        parser.error("--server-port must be a port number")
+        parser.error(f"--server-port: Invalid value: {args.server_port}: must be a valid port between 0 and 65535 inclusive")
     if bool(args.grpc_auth_cert_file) != bool(args.grpc_auth_key_file):
         parser.error("--grpc-auth-cert-file and --grpc-auth-key-file must be given together")
     if args.max_concurrent_requests < 0:
         parser.error("--max-concurrent-requests must be >= 0")
     if args.max_request_bytes <= 0:
         parser.error("--max-request-bytes must be > 0")
-    for gate in filter(None, (g.strip() for g in args.feature_gates.split(","))):
-        name, _, value = gate.partition("=")
-        if name not in KNOWN_FEATURE_GATES or value.lower() not in ("true", "false"):
-            parser.error(f"--feature-gates: unknown gate or value {gate!r}")
-        if value.lower() == "false":
-            log.warning("feature gate %s=false is not honoured: this estimator always behaves as if it were on", name)
+    if not args.kube_api_qps >= 0:
+        parser.error("--kube-api-qps must be >= 0")
+
+
+def log_startup_notes(args: argparse.Namespace, gates: flags.FeatureGates, options: flags.LogOptions,
+                      given: set[str]) -> None:
+    """Once at start: what each Go-only flag that was given does here."""
+    for gate in BEHAVIOUR_GATES:
+        if not gates.enabled(gate):
+            if gate in gates.explicit or "AllAlpha" in gates.explicit:
+                log.warning("feature gate %s is off, not honoured: this estimator always behaves as if it were on", gate)
+    other = sorted(g for g in gates.explicit
+                   if g not in BEHAVIOUR_GATES and g not in ("AllAlpha", "AllBeta") and not g.startswith("Logging"))
+    if other:
+        log.info("feature gates %s concern other Karmada components; accepted, no effect here", ", ".join(other))
+    if args.enable_pprof:
+        log.info("--enable-pprof: Go's pprof has no Python equivalent; nothing is served on --profiling-bind-address %s",
+                 args.profiling_bind_address)
+    if "log-flush-frequency" in given:
+        log.info("--log-flush-frequency: every log line is written at once here; the setting has no effect")
+    if options.info_buffer_size:
+        log.info("--log-%s-info-buffer-size: log lines are not buffered here; the setting has no effect",
+                 options.format)
+    if options.format == "json" and not options.logtostderr:
+        log.info("--logtostderr=false: as in Karmada, klog's file output applies to the text format only")
+    for name in ("skip-log-headers", "one-output"):
+        if name in given:
+            log.info("--%s: klog file detail with no effect here", name)
+    if options.vmodule and options.format == "json":
+        log.info("--vmodule applies to the JSON format too here")
+    log.info("parallelism %d: concurrent estimate workers", args.parallelism)
+
+
+def _given(argv: list[str]) -> set[str]:
+    return {a[2:].split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2}
 
 
 def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -133,9 +258,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return manifests_main(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
-    logsetup.configure(args.log_format, args.v)
+    argv = flags.normalize_argv(argv, BOOL_FLAGS)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # pflag's wording (Karmada's binary exits on these too)
+        flag = next((a for a in extra if a.startswith("-")), None)
+        parser.error(f"unknown flag: {flag.split('=', 1)[0]}" if flag else f"unexpected argument: {extra[0]}")
+    gates = feature_gates(args)
+    options = log_options(parser, args, gates)
     _validate(parser, args)
+    logsetup.configure(options=options)
+    log_startup_notes(args, gates, options, _given(argv))
 
     from estimator.server import EstimatorServer, ServerConfig
 
