@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import procs
+from e2e.harness import faults, large, procs
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -40,7 +40,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bin-dir", type=Path, default=REPO / ".e2e" / "bin")
     p.add_argument("--work", type=Path, default=REPO / ".e2e" / "run")
     p.add_argument("--regressions", type=Path, default=REPO / "e2e" / "regressions")
-    p.add_argument("--replay", type=Path, nargs="*", default=[], help="regression case files to replay first")
+    p.add_argument("--no-faults", action="store_true", help="skip the apiserver fault checks")
+    p.add_argument("--large", default="1000,5000,10000",
+                   help="node counts of the large members, comma-separated ('' for none)")
     return p.parse_args(argv)
 
 
@@ -86,6 +88,11 @@ def main(argv=None) -> int:
             f"{t.best_witness_invalid}; not converged {t.not_converged}")
         for note in t.notes[:10]:
             log(f"e2e: note: {note}")
+        for nodes in [int(x) for x in args.large.split(",") if x.strip()]:
+            large.judge_large(diff, nodes, args.seed + nodes, log)
+        if not args.no_faults:
+            done = faults.run_all(diff, bed, args.seed + 100000, log)
+            results["faults"] = (sum(r.converged for r in done), len(done))
     except Exception:
         traceback.print_exc()
         log("e2e: the bed could not run to the end (see above); stopping every process it started")
