@@ -121,7 +121,7 @@ class WatchClusterState:
             self._publisher.start()
 
     def _reflector_listed(self, reflector: Reflector) -> None:
-        if not reflector._relist_requested:  # a list begun before the latest reload does not count
+        if not reflector.relist_pending:  # a list begun before the latest reload does not count
             self._holding.discard(reflector.kind)
 
     def _held(self) -> bool:

@@ -50,7 +50,8 @@ class TokenBucket:
 
 class Backoff:
     """Capped exponential backoff with jitter: the n-th delay is drawn uniformly from
-    [(1 - jitter) * d, d] with d = min(cap, initial * factor**n); `reset()` after success.
+    [(1 - jitter) * d, d] with d = min(cap, initial * factor**n). It starts over after
+    `reset_after` seconds without a failure (pass `now` to next()), or on `reset()`.
     """
 
     def __init__(
@@ -60,14 +61,21 @@ class Backoff:
         factor: float = 2.0,
         jitter: float = 0.5,
         rng: random.Random | None = None,
+        reset_after: float | None = None,
     ):
         if initial <= 0 or cap < initial or factor < 1 or not 0 <= jitter <= 1:
             raise ValueError("backoff needs 0 < initial <= cap, factor >= 1 and 0 <= jitter <= 1")
         self.initial, self.cap, self.factor, self.jitter = initial, cap, factor, jitter
+        self.reset_after = reset_after
         self._rng = rng or random.Random()
         self.failures = 0
+        self._last: float | None = None
 
-    def next(self) -> float:
+    def next(self, now: float | None = None) -> float:
+        if now is not None:
+            if self.reset_after is not None and self._last is not None and now - self._last >= self.reset_after:
+                self.failures = 0
+            self._last = now
         step = min(self.cap, self.initial * self.factor ** min(self.failures, 64))
         self.failures += 1
         return step * (1.0 - self.jitter * self._rng.random())

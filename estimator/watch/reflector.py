@@ -82,6 +82,14 @@ class ReflectorOptions:
     min_watch_seconds: float = 1.0
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
+    # The backoff starts over only after this long without a failure (client-go: 2 min).
+    backoff_reset_after: float = 120.0
+    # A kind failing for this long is logged as an error, then again every loud_every.
+    loud_after: float = 60.0
+    loud_every: float = 300.0
+    # Clock and sleep of the backoff (tests inject a fake clock; wait(stop, s) -> stopped?).
+    clock: Callable[[], float] = time.monotonic
+    wait: Callable[[threading.Event, float], bool] | None = None
     # Collect the youngest GC generation every this many watch events (0: leave it to
     # CPython). Churn keeps CPython's allocation count flat (each new pod record is
     # balanced by a freed old one) while new records pile up in generation 0 unexamined;
@@ -142,6 +150,11 @@ class _Stopped(Exception):
     pass
 
 
+class _EventError(Unavailable):
+    """A retryable ERROR event: backs off even after events were delivered (a server
+    that keeps sending them must not drive a reconnect loop)."""
+
+
 class Reflector:
     """The list/watch loop of one kind, run on its own thread."""
 
@@ -163,7 +176,8 @@ class Reflector:
         self._limiter = limiter
         self._stop = stop
         self.options = options or ReflectorOptions()
-        self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng)
+        self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng,
+                                reset_after=self.options.backoff_reset_after)
         self.resource_version = ""  # "" -> the next step is a (re)list
         self.synced = False  # listed once; stays true (client-go HasSynced)
         self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
@@ -183,7 +197,10 @@ class Reflector:
         self.errors: dict[str, int] = {}
         self._stream = None
         self._productive = False
-        self._relist_requested = False
+        self._relist_asked = 0  # reload requests; a relist serves those asked before it started
+        self._relist_done = 0
+        self.failing_since: float | None = None  # options.clock() time of the first failure in a row
+        self._next_loud = 0.0
         self.on_synced: Callable[[], None] | None = None  # called once, after the first list
         self.on_listed: Callable[[Reflector], None] | None = None  # after every complete list
         self.thread = threading.Thread(target=self._run, name=f"watch-{spec.kind}", daemon=True)
@@ -195,7 +212,7 @@ class Reflector:
         self.thread.start()
 
     def request_relist(self) -> None:
-        self._relist_requested = True
+        self._relist_asked += 1
         self.abort_stream()
 
     def abort_stream(self) -> None:
@@ -225,12 +242,11 @@ class Reflector:
             delay = 0.0
             self._productive = False
             try:
-                if not self.resource_version or self._relist_requested:
-                    self._relist_requested = False
+                if not self.resource_version or self.relist_pending:
                     self._list()
-                    self._backoff.reset()
+                    self._healthy()
                 if self._watch():
-                    self._backoff.reset()
+                    self._healthy()
                     continue
                 delay = self._failed("short-watch", f"watch ended after less than {self.options.min_watch_seconds}s "
                                                     "without events")
@@ -242,10 +258,9 @@ class Reflector:
                 log.info("%s: %s; relisting", self.kind, error)
                 delay = self._failed("gone", str(error), quiet=True)
             except Unavailable as error:
-                if self._relist_requested or self._stop.is_set():
+                if self.relist_pending or self._stop.is_set():
                     continue  # our own abort
-                if self._productive:
-                    self._backoff.reset()
+                if self._productive and not isinstance(error, _EventError):
                     self._count_error("stream-broken")
                     log.info("%s: %s; resuming from resourceVersion %s", self.kind, error, self.resource_version)
                     continue  # a stream that delivered drops: resume at once, like client-go
@@ -258,30 +273,56 @@ class Reflector:
                 delay = self._failed("internal", f"{type(error).__name__}: {error}")
             if delay > 0:
                 self.status = "backing off"
-                if self._stop.wait(delay):
+                if self._wait(delay):
                     return
+
+    @property
+    def relist_pending(self) -> bool:
+        return self._relist_asked != self._relist_done
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep (through the injectable clock's wait, if any); True when stopping."""
+        wait = self.options.wait
+        return wait(self._stop, seconds) if wait is not None else self._stop.wait(seconds)
+
+    def _healthy(self) -> None:
+        if self.failing_since is not None:
+            log.info("%s: list/watch healthy again after %.0fs of failures", self.kind,
+                     self.options.clock() - self.failing_since)
+        self.failing_since = None
+        self._next_loud = 0.0
 
     def _count_error(self, reason: str) -> None:
         self.errors[reason] = self.errors.get(reason, 0) + 1
 
     def _failed(self, reason: str, message: str, level: int = logging.WARNING, quiet: bool = False) -> float:
-        """Count a failure and return how long to wait before the next attempt."""
-        if self._productive:
-            self._backoff.reset()
+        """Count a failure and return how long to wait before the next attempt.
+
+        The backoff is not reset by a successful list or a short watch: only a stretch of
+        `backoff_reset_after` without failures (client-go's backoff manager: 2 min) starts it
+        over, so a watch that fails right after every list cannot drive a relist a second."""
+        now = self.options.clock()
         self._count_error(reason)
         self.last_error = message
-        delay = self._backoff.next()
+        if self.failing_since is None:
+            self.failing_since = now
+        delay = self._backoff.next(now)
         attempt = self._backoff.failures
         if not quiet and (attempt & (attempt - 1)) == 0:  # 1st, 2nd, 4th, 8th, ... in a row
             log.log(level, "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
                     self.kind, message, delay, attempt)
+        failing_for = now - self.failing_since
+        if failing_for >= self.options.loud_after and now >= self._next_loud:
+            self._next_loud = now + self.options.loud_every
+            log.error("%s: list/watch has been failing for %.0fs (last error: %s); estimates are answered from "
+                      "state %.0fs old", self.kind, failing_for, message[:200], time.monotonic() - self.last_ok)
         return delay
 
     def _take_token(self) -> None:
         wait = self._limiter.reserve()
         if wait > 0:
             self.throttled_seconds += wait
-            if self._stop.wait(wait):
+            if self._wait(wait):
                 raise _Stopped
 
     # --- list ---------------------------------------------------------------------------
@@ -289,6 +330,7 @@ class Reflector:
     def _list(self) -> None:
         options = self.options
         self.status = "listing"
+        asked = self._relist_asked  # reload requests this list serves; later ones stay pending
         seen: set = set()
         # Once synced (estimates are being answered), a relist is built aside and swapped in
         # at the end, so no answer mixes pages of the new list with the old state. The first
@@ -358,6 +400,7 @@ class Reflector:
         self.lists += 1
         self.resource_version = resource_version
         self.last_ok = time.monotonic()
+        self._relist_done = asked
         if self.on_listed is not None:
             self.on_listed(self)
         if not self.synced:
@@ -425,7 +468,7 @@ class Reflector:
             field_selector=self.spec.field_selector,
         )
         self._stream = stream
-        if self._stop.is_set() or self._relist_requested:
+        if self._stop.is_set() or self.relist_pending:
             stream.abort()
         opened = time.monotonic()
         self.last_ok = opened
@@ -473,7 +516,7 @@ class Reflector:
                 if young_gc_every and self.events % young_gc_every == 0:
                     collect(0)
                 self._productive = True
-                if self._stop.is_set() or self._relist_requested:
+                if self._stop.is_set() or self.relist_pending:
                     break
         finally:
             self._stream = None
@@ -502,5 +545,5 @@ def _status_error(kind: str, status: Any) -> ApiError:
     if code == 410 or status.get("reason") in ("Expired", "Gone"):
         return Gone(message, 410, str(status.get("reason") or ""))
     if code in (0, 429) or code >= 500:
-        return Unavailable(message, code, str(status.get("reason") or ""))
+        return _EventError(message, code, str(status.get("reason") or ""))
     return ApiError(message, code, str(status.get("reason") or ""))
