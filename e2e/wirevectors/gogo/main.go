@@ -9,15 +9,19 @@ package main
 import (
 	"flag"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/karmada-io/karmada/pkg/estimator/pb"
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
-	"google.golang.org/protobuf/runtime/protoimpl"
 
 	"wirevectors/scenario"
 )
+
+// The package generated.proto declares. v1.17's go-to-protobuf output registers no message
+// names (reflection would invent one from the Go import path), so name them from it.
+const protoPackage = "github.com.karmada_io.karmada.pkg.estimator.pb."
 
 // marshal encodes as the scheduler's gRPC client does, through grpc's proto codec.
 func marshal(message any) ([]byte, string) {
@@ -25,8 +29,7 @@ func marshal(message any) ([]byte, string) {
 	if err != nil {
 		panic(err)
 	}
-	name := string(protoimpl.X.ProtoMessageV2Of(message).ProtoReflect().Descriptor().FullName())
-	return buffers.Materialize(), name
+	return buffers.Materialize(), protoPackage + reflect.TypeOf(message).Elem().Name()
 }
 
 func claim(c *scenario.Claim) *pb.NodeClaim {
