@@ -478,3 +478,33 @@ def test_malformed_original_fields_are_refused_naming_them(directory, case, spoi
     with pytest.raises(InvalidRequest) as raised:
         to_model(message)
     assert raised.value.field == field
+
+
+def _many_requests(r):
+    for i in range(100_000):
+        r.resourceRequest[f"example.com/r{i}"].string = "1"
+
+
+def _many_tolerations(r):
+    r.nodeClaim.tolerations.extend([core.Toleration(key="k", operator="Exists")] * 100_000)
+
+
+def _many_terms(r):
+    term = r.nodeClaim.nodeAffinity.nodeSelectorTerms[0]
+    r.nodeClaim.nodeAffinity.nodeSelectorTerms.extend([term] * convert.LIMITS["nodeSelectorTerms"])
+
+
+OVER_LIMITS = [
+    ("resource names", _many_requests, "replicaRequirements.resourceRequest", "has 100002 entries"),
+    ("tolerations", _many_tolerations, "replicaRequirements.nodeClaim.tolerations", "has 100002 entries"),
+    ("affinity terms", _many_terms, "replicaRequirements.nodeClaim.nodeAffinity.nodeSelectorTerms", "has 129 entries"),
+]
+
+
+@pytest.mark.parametrize(("case", "grow", "field", "text"), OVER_LIMITS, ids=[o[0] for o in OVER_LIMITS])
+def test_original_fields_have_the_same_limits(case, grow, field, text):
+    message = parsed("karmada-v1.16.0", "replicas_gpu_affinity")
+    grow(message.replicaRequirements)
+    with pytest.raises(InvalidRequest) as raised:
+        to_model(message)
+    assert raised.value.field == field and raised.value.message.startswith(text)
