@@ -84,6 +84,9 @@ class ScriptedClient:
     def close(self) -> None:
         pass
 
+    def fresh_connections(self) -> None:
+        pass
+
 
 def run(lists: list, watches: list, seconds: float = 600.0, **options):
     clock = FakeClock(seconds)

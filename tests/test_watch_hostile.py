@@ -128,6 +128,9 @@ class ScriptedClient:
     def close(self) -> None:
         pass
 
+    def fresh_connections(self) -> None:
+        pass
+
 
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "hugepages-2Mi", "example.com/dongle")
 QUANTITIES = st.one_of(

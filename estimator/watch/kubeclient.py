@@ -25,6 +25,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
 log = logging.getLogger("estimator.watch")
 
@@ -48,6 +49,26 @@ class Gone(ApiError):
 
 class Unavailable(ApiError):
     """Unreachable, timed out, broken stream, 429 or 5xx: transient, retry with backoff."""
+
+
+class Silent(Unavailable):
+    """A watch delivered no byte (no event, no bookmark) for its idle bound: the connection
+    is presumed dead, even if TCP never said so."""
+
+
+# TCP keepalive on every API connection: a peer that stops acknowledging (a link that went
+# dark without FIN or RST) is dropped after IDLE + COUNT * INTERVAL = 30 s, and data left
+# unacknowledged for USER_TIMEOUT ms fails the socket. client-go's dialer keeps 30 s + 9 x
+# 15 s; ours is tighter so a dead watch is replaced well within a minute.
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT = 15, 5, 3
+USER_TIMEOUT_MS = 30_000
+
+
+def socket_options() -> list[tuple[int, int, int]]:
+    options = tcp_keepalive_socket_options(KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT)
+    if hasattr(socket, "TCP_USER_TIMEOUT"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, USER_TIMEOUT_MS))
+    return options
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,7 @@ def load_configuration(kubeconfig: str = "", master: str = "", context: str | No
     # Our loop owns retries and backoff; urllib3 must not retry behind its back.
     configuration.retries = False
     configuration.connection_pool_maxsize = 16
+    configuration.socket_options = socket_options()
     return configuration
 
 
@@ -136,6 +158,7 @@ def _from_api_exception(error: ApiException, what: str) -> ApiError:
 
 
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, socket.timeout)
+_TIMEOUTS = (TimeoutError, socket.timeout, urllib3.exceptions.ReadTimeoutError)
 
 
 class WatchStream:
@@ -210,6 +233,8 @@ class WatchStream:
                     if pending.strip():
                         raise Unavailable(f"{self._what}: stream ended inside an event")
                     return
+        except _TIMEOUTS as error:
+            raise Silent(f"{self._what}: no event or bookmark within the idle bound ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # reading a file object closed by abort()/close()
@@ -242,6 +267,8 @@ class WatchStream:
                         yield chunk[start:end]
                     start = end + 1
                 pending = chunk[start:]
+        except _TIMEOUTS as error:
+            raise Silent(f"{self._what}: no event or bookmark within the idle bound ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # urllib3 on a closed/aborted file object
@@ -286,6 +313,8 @@ class KubeClient:
             )
         except ApiException as error:
             raise _from_api_exception(error, what) from None
+        except _TIMEOUTS as error:
+            raise Silent(f"{what}: no answer within {read_timeout:g}s ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{what}: {type(error).__name__}: {error}") from None
 
@@ -319,6 +348,14 @@ class KubeClient:
             field_selector=field_selector,
         )
         return WatchStream(response, what)
+
+    def fresh_connections(self) -> None:
+        """Close every idle pooled connection, so the next request dials anew (after a
+        connection was found dead, its pooled siblings through the same path may be too)."""
+        try:
+            self._api_client.rest_client.pool_manager.clear()
+        except Exception:  # noqa: BLE001 - nothing pooled
+            pass
 
     def close(self) -> None:
         try:

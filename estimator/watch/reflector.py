@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from estimator.cache import ClusterCache, parse_object
-from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Unavailable
+from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
 
 log = logging.getLogger("estimator.watch")
@@ -75,9 +75,14 @@ class ReflectorOptions:
     # Watch requests ask the server to end the stream after a random time in
     # [min_watch_timeout, 2 * min_watch_timeout] (client-go: 5 min), so connections rotate.
     min_watch_timeout: float = 300.0
-    # The client read timeout is the watch timeout plus this margin: a silent, half-open
-    # connection is noticed by then.
+    # The client read timeout is the watch timeout plus this margin, or the idle bound below
+    # if shorter.
     read_timeout_margin: float = 30.0
+    # A watch that delivers no byte (no event, no bookmark) for this long is presumed dead
+    # and replaced through a fresh connection. The API server's watch cache sends every
+    # watcher a bookmark about once a minute, so a healthy quiet watch is never this idle.
+    # (A link that stops acknowledging is dropped sooner, by TCP keepalive: kubeclient.py.)
+    watch_idle_timeout: float = 75.0
     # A watch that ends sooner than this without a single event counts as a failure.
     min_watch_seconds: float = 1.0
     backoff_initial: float = 0.8
@@ -257,6 +262,14 @@ class Reflector:
                 self.resource_version = ""
                 log.info("%s: %s; relisting", self.kind, error)
                 delay = self._failed("gone", str(error), quiet=True)
+            except Silent as error:
+                self._client.fresh_connections()
+                if self._productive:
+                    self._count_error("silent")
+                    log.warning("%s: %s; presumed dead, resuming from resourceVersion %s through a new connection",
+                                self.kind, error, self.resource_version)
+                    continue
+                delay = self._failed("silent", str(error))
             except Unavailable as error:
                 if self.relist_pending or self._stop.is_set():
                     continue  # our own abort
@@ -264,6 +277,7 @@ class Reflector:
                     self._count_error("stream-broken")
                     log.info("%s: %s; resuming from resourceVersion %s", self.kind, error, self.resource_version)
                     continue  # a stream that delivered drops: resume at once, like client-go
+                self._client.fresh_connections()  # pooled connections on the same path may be dead too
                 delay = self._failed("unavailable", str(error))
             except ApiError as error:
                 delay = self._failed(f"http-{error.status}", str(error), level=logging.ERROR)
@@ -464,7 +478,7 @@ class Reflector:
             self.kind,
             resource_version=self.resource_version,
             timeout_seconds=max(1, int(timeout)),
-            read_timeout=timeout + options.read_timeout_margin,
+            read_timeout=min(timeout + options.read_timeout_margin, options.watch_idle_timeout),
             field_selector=self.spec.field_selector,
         )
         self._stream = stream
