@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # pflag has no abbreviations; --cluster must not mean --cluster-name
+        epilog=cache_note(),
     )
     src = p.add_argument_group("cluster state (one of)")
     src.add_argument("--snapshot", action="append", default=[], metavar="FILE",
