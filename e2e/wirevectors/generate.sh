@@ -1,12 +1,13 @@
 #!/bin/sh
-# Rebuild tests/data/wire-vectors/karmada-*/ with Karmada's own generated estimator types.
+# Rebuild tests/data/wire-vectors/karmada-*/ with Karmada's own generated estimator types
+# (or write them under the directory given as the first argument).
 # Needs Go and the Go module proxy; not part of `make test`. Binaries go to a temporary
 # directory, never into the repository. Karmada builds with this tag since k8s.io/api v0.35
 # moved the ProtoMessage methods its gRPC messages rely on behind it.
 set -eu
 cd "$(dirname "$0")"
 export GONOSUMDB=github.com/karmada-io/karmada
-out=../../tests/data/wire-vectors
+out=${1:-../../tests/data/wire-vectors}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 tags=kubernetes_protomessage_one_more_release
