@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import faults, large, procs
+from e2e.harness import client, faults, large, procs
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -40,6 +40,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bin-dir", type=Path, default=REPO / ".e2e" / "bin")
     p.add_argument("--work", type=Path, default=REPO / ".e2e" / "run")
     p.add_argument("--regressions", type=Path, default=REPO / "e2e" / "regressions")
+    p.add_argument("--client-states", type=int, default=20,
+                   help="states whose requests also go through Karmada's client (estclient)")
     p.add_argument("--no-faults", action="store_true", help="skip the apiserver fault checks")
     p.add_argument("--large", default="1000,5000,10000",
                    help="node counts of the large members, comma-separated ('' for none)")
@@ -72,16 +74,40 @@ def main(argv=None) -> int:
             raise FileNotFoundError(f"{karmada_bin} is missing: `make e2e-karmada` builds it")
         karmada = karmadas(karmada_bin, bed.kubeconfig, args.work).start()
         log(f"e2e: estimators ready: ours (first-fit, best) and karmada-scheduler-estimator {v['KARMADA_VERSION']}")
+        estclient = args.bin_dir / f"estclient-{v['KARMADA_VERSION']}"
+        ctally = client.ClientTally()
+        ours_mtls = tls = None
+        if estclient.exists() and args.client_states > 0:
+            ours_mtls, tls = client.mtls_estimator(bed.kubeconfig, args.work)
+            ours_mtls.start()
+        else:
+            log(f"e2e: {estclient} missing: no calls through Karmada's client (client: 0/0)")
         diff = Differential(pop, args.work, ours_ff, ours_best, karmada, args.regressions, log)
         for i in range(args.states):
             seed = args.seed + i
-            diff.run_state(generate(seed))
+            state = generate(seed)
+            diff.run_state(state)
+            if ours_mtls is not None and i < args.client_states:
+                ref, ff_ref = diff.last_reference
+                lag = diff.converge(ours_mtls, state, ref, ff_ref, timeout=60)
+                if lag:
+                    ctally.failures.append(f"seed {seed}: mTLS estimator did not converge: {lag[:2]}")
+                client.check_state(estclient, state, [("ours plaintext", ours_ff, None), ("ours mTLS", ours_mtls, tls)],
+                                   ctally, control=karmada)
             if (i + 1) % 20 == 0:
                 t = diff.tally
                 log(f"e2e: {i + 1}/{args.states} states, {t.requests} requests, {t.mismatches} mismatches, "
                     f"{t.best_below_karmada} best below Karmada ({time.monotonic() - started:.0f} s)")
+        results["client"] = (ctally.ok, ctally.calls)
+        for failure in ctally.failures[:10]:
+            log(f"e2e: CLIENT FAILURE {failure}")
+        for failure in ctally.control_failures[:5]:
+            log(f"e2e: note: Karmada's estimator through its own client differs from direct gRPC: {failure}")
+        if ctally.calls:
+            log(f"e2e: Karmada's client ({estclient.name}): {ctally.ok}/{ctally.calls} calls to our estimator "
+                f"(plaintext and mTLS) returned our direct-gRPC answer")
         t = diff.tally
-        failed |= t.failed()
+        failed |= t.failed() or bool(ctally.failures)
         log(f"e2e: differential: orders enumerated exhaustively for {t.orders_exhaustive} set requests; exact optimum "
             f"checked for {t.optimum_checked}; best below a first-fit order (information) {t.best_below_some_order}; "
             f"reference failures {t.reference_wrong}; best above optimum {t.best_above_optimum}; witness invalid "

@@ -94,6 +94,7 @@ class Differential:
         ok = True
         ff_ref = {i: ref.sets(q)[0] for i, q in enumerate(state.sets_queries)}
         best_ref = {i: ref.sets(q)[1] for i, q in enumerate(state.sets_queries)}
+        self.last_reference = (ref, ff_ref)
         for est, expect in ((self.ours_ff, ff_ref), (self.ours_best, best_ref)):
             diffs = self.converge(est, state, ref, expect, timeout=60)
             if diffs:

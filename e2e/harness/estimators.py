@@ -30,8 +30,10 @@ class Answer:
 class Running:
     """One estimator process and a gRPC stub to it."""
 
-    def __init__(self, name: str, argv: list, work: Path, port: int, health_port: int):
+    def __init__(self, name: str, argv: list, work: Path, port: int, health_port: int,
+                 credentials: grpc.ChannelCredentials | None = None):
         self.name, self.port, self.health_port = name, port, health_port
+        self.credentials = credentials
         self.proc = Proc(name, argv, work)
         self.channel: grpc.Channel | None = None
         self.stub: service_pb2_grpc.EstimatorStub | None = None
@@ -39,7 +41,9 @@ class Running:
     def start(self, timeout: float = 240) -> "Running":
         self.proc.start()
         wait_for(f"{self.name} ready", self._ready, timeout, self.proc, every=0.3)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        target = f"127.0.0.1:{self.port}"
+        self.channel = (grpc.secure_channel(target, self.credentials) if self.credentials
+                        else grpc.insecure_channel(target))
         self.stub = service_pb2_grpc.EstimatorStub(self.channel)
         return self
 
@@ -77,14 +81,15 @@ class Running:
         return self._call("GetUnschedulableReplicas", wire.unschedulable_request(CLUSTER, ref), timeout)
 
 
-def ours(kubeconfig: Path, work: Path, packing: str, extra: list | None = None) -> Running:
+def ours(kubeconfig: Path, work: Path, packing: str, extra: list | None = None, name: str = "",
+         credentials: grpc.ChannelCredentials | None = None) -> Running:
     port, health, metrics = free_port(), free_port(), free_port()
     exe = Path(sys.executable).parent / "karmada-estimator"
     argv = [exe, "--kubeconfig", kubeconfig, "--cluster-name", CLUSTER, "--server-port", port,
             "--server-bind-address", "127.0.0.1", "--health-probe-bind-address", f"127.0.0.1:{health}",
             "--metrics-bind-address", f"127.0.0.1:{metrics}", "--packing", packing, "--kube-api-qps", "500",
             "--kube-api-burst", "1000", *(extra or [])]
-    return Running(f"ours-{packing}", argv, work, port, health)
+    return Running(name or f"ours-{packing}", argv, work, port, health, credentials)
 
 
 def karmadas(binary: Path, kubeconfig: Path, work: Path, extra: list | None = None, name: str = "karmada") -> Running:
