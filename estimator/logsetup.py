@@ -123,7 +123,8 @@ class KlogTextFormatter(logging.Formatter):
             return text
         stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created))
         micros = int((record.created % 1) * 1_000_000)
-        return (f"{record.levelname[:1]}{stamp}.{micros:06d} {record.process:7d} "
+        letter = "I" if record.levelno < logging.WARNING else record.levelname[:1]  # klog: I W E F only
+        return (f"{letter}{stamp}.{micros:06d} {record.process:7d} "
                 f"{_caller(record, self.add_dir_header)}] {text}")
 
 
