@@ -128,6 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="klog: MB before the log file rolls over (one previous file kept); 0: unlimited.")
     lg.add_argument("--stderrthreshold", type=_go(flags.parse_severity, "severity"), default=2,
                     help="klog: with --logtostderr=false, lines at or above this severity also go to stderr.")
+    lg.add_argument("--alsologtostderrthreshold", type=_go(flags.parse_severity, "severity"), default=0,
+                    help="klog: with --alsologtostderr, the lowest severity copied to stderr.")
+    _bool(lg, "--legacy-stderr-threshold-behavior",
+          help="klog: if false, --stderrthreshold also filters stderr-only output (default true).")
     _bool(lg, "--skip-headers", help="klog: text lines without the I0102 15:04:05.000000 ... header.")
     _bool(lg, "--add-dir-header", help="klog: the header names the file's directory too.")
     _bool(lg, "--skip-log-headers", help="klog: accepted; log files get no header here anyway.")
@@ -148,13 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
     ours.add_argument("--shutdown-grace-period", type=float, default=10.0,
                       help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
-    p.set_defaults(logtostderr=True)
+    p.set_defaults(logtostderr=True, legacy_stderr_threshold_behavior=True)
     return p
 
 
 # Karmada's flags whose value is a bool: a bare one means true (see flags.normalize_argv).
 BOOL_FLAGS = {"insecure-skip-grpc-client-verify", "enable-pprof", "log-text-split-stream", "log-json-split-stream",
-              "logtostderr", "alsologtostderr", "skip-headers", "add-dir-header", "skip-log-headers", "one-output"}
+              "logtostderr", "alsologtostderr", "skip-headers", "add-dir-header", "skip-log-headers", "one-output",
+              "legacy-stderr-threshold-behavior"}
 
 
 def feature_gates(args: argparse.Namespace) -> flags.FeatureGates:
@@ -173,6 +178,8 @@ def log_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
         flush_frequency=args.log_flush_frequency, logtostderr=args.logtostderr if args.logtostderr is not None else True,
         alsologtostderr=args.alsologtostderr, log_dir=args.log_dir, log_file=args.log_file,
         log_file_max_size_mb=args.log_file_max_size, stderrthreshold=args.stderrthreshold,
+        alsologtostderrthreshold=args.alsologtostderrthreshold,
+        legacy_stderr_threshold=args.legacy_stderr_threshold_behavior,
         skip_headers=args.skip_headers, add_dir_header=args.add_dir_header, backtrace_at=args.log_backtrace_at,
     )
     errors = options.validate(gates, text_split=args.log_text_split_stream, text_buffer=args.log_text_info_buffer_size,

@@ -296,6 +296,8 @@ class LogOptions:
     log_file: str = ""
     log_file_max_size_mb: int = 1800
     stderrthreshold: int = 2  # ERROR
+    alsologtostderrthreshold: int = 0  # INFO (klog v2.140, Karmada v1.19)
+    legacy_stderr_threshold: bool = True  # --legacy_stderr_threshold_behavior (klog v2.140, Karmada v1.19)
     skip_headers: bool = False
     add_dir_header: bool = False
     backtrace_at: tuple[str, int] | None = None

@@ -198,13 +198,13 @@ def _handlers(options: LogOptions, formatter: logging.Formatter) -> list[logging
     err = _stderr_stream(options)
     if options.format == "text" and not options.logtostderr:
         # klog's file output: everything to the file; stderr gets records at or above
-        # --stderrthreshold, or everything with --alsologtostderr.
+        # --stderrthreshold, or at or above --alsologtostderrthreshold with --alsologtostderr.
         size = options.log_file_max_size_mb * 1024 * 1024
         to_file = logging.handlers.RotatingFileHandler(_log_path(options), maxBytes=size, backupCount=1 if size else 0)
         handlers: list[logging.Handler] = [to_file]
         to_err = logging.StreamHandler(err)
-        if not options.alsologtostderr:
-            to_err.addFilter(LevelRange(_KLOG_SEVERITY[options.stderrthreshold]))
+        threshold = options.alsologtostderrthreshold if options.alsologtostderr else options.stderrthreshold
+        to_err.addFilter(LevelRange(_KLOG_SEVERITY[threshold]))
         handlers.append(to_err)
     elif options.split_stream:
         # --log-*-split-stream: errors to stderr, everything else to stdout.
@@ -215,6 +215,9 @@ def _handlers(options: LogOptions, formatter: logging.Formatter) -> list[logging
         handlers = [to_out, to_err]
     else:
         handlers = [logging.StreamHandler(err)]
+        if options.format == "text" and not options.legacy_stderr_threshold:
+            # klog: --legacy_stderr_threshold_behavior=false applies --stderrthreshold to stderr-only output
+            handlers[0].addFilter(LevelRange(_KLOG_SEVERITY[options.stderrthreshold]))
     for handler in handlers:
         handler.setFormatter(formatter)
     return handlers

@@ -96,6 +96,9 @@ def test_every_flag_of_the_go_binary_is_accepted_with_its_default_value(row):
     if name == "log_backtrace_at":
         argv = ["--log_backtrace_at="]  # ":0" is only the Go default's printed form
     parse(argv)
+    if name == "alsologtostderrthreshold":
+        argv = ["--alsologtostderrthreshold=INFO"]  # pflag prints this default as its number (0) ...
+        parse(["--alsologtostderrthreshold=0"])  # ... and klog takes both
     if row["type"] == "bool":
         parse([f"--{name}"])  # bare means true
     if row["shorthand"]:
@@ -386,3 +389,11 @@ def test_split_stream_and_klog_file_output(tmp_path):
     also = run({"logtostderr": False, "log_dir": str(tmp_path), "alsologtostderr": True})
     assert "an info line" in also.stderr
     assert "an info line" in (tmp_path / "karmada-scheduler-estimator.log").read_text()
+    also_warnings = run({"logtostderr": False, "log_file": str(log_file), "alsologtostderr": True,
+                         "alsologtostderrthreshold": 1})
+    assert "a warning line" in also_warnings.stderr and "an info line" not in also_warnings.stderr
+    # klog v2.140 (Karmada v1.19): stderr-only output filtered by --stderrthreshold on request
+    legacy = run({})
+    assert "an info line" in legacy.stderr
+    honoured = run({"legacy_stderr_threshold": False, "stderrthreshold": 1})
+    assert "a warning line" in honoured.stderr and "an info line" not in honoured.stderr
