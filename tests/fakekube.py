@@ -14,6 +14,8 @@ a real kube-apiserver backed by etcd:
   one entering it as ADDED; `allowWatchBookmarks` gets a BOOKMARK every `bookmark_interval`
   seconds and before `timeoutSeconds` ends the stream; a resourceVersion older than the
   history answers 410 Gone, as an ERROR event (like the watch cache) or an HTTP status;
+- HTTPS with `ssl_context` (client certificates checked when it requires them), bearer
+  `token` checked on every request (both can be rotated; `drop_connections()`);
 - faults: `compact()`, `drop_watches()` (optionally mid-event), `go_down()`/`come_up()` (a
   restart on the same port, with the same or a compacted history), `delay` (slow
   responses), `fail_next()` (5xx/429), `expire_continue()`, `hold_lists()`.
@@ -28,6 +30,7 @@ import bisect
 import itertools
 import json
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -174,14 +177,18 @@ class FakeKube:
         self._host = host
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
+        # TLS: serve HTTPS with this context (client certificates checked if it requires
+        # them). Replacing it affects new connections; drop_connections() forces them.
+        self.ssl_context: ssl.SSLContext | None = None
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> FakeKube:
         handler = _handler_class(self)
-        ThreadingHTTPServer.allow_reuse_address = True
-        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        _Server.allow_reuse_address = True
+        self._httpd = _Server((self._host, self._port), handler)
+        self._httpd.fake = self
         self._httpd.daemon_threads = True
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -195,7 +202,7 @@ class FakeKube:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        return f"{'https' if self.ssl_context is not None else 'http'}://{self._host}:{self._port}"
 
     def stop(self) -> None:
         self.go_down()
@@ -206,13 +213,22 @@ class FakeKube:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def kubeconfig(self, directory: Path, name: str = "fake") -> Path:
-        """A kubeconfig file pointing at this server (bearer token auth, plain HTTP)."""
-        user = {"token": self.token} if self.token else {}
+    def kubeconfig(self, directory: Path, name: str = "fake", token_file: Path | None = None,
+                   ca_file: Path | None = None, cert_file: Path | None = None, key_file: Path | None = None) -> Path:
+        """A kubeconfig file pointing at this server: bearer token (inline, or `token_file`),
+        and for HTTPS the CA and client certificate files given."""
+        user: dict[str, Any] = {"token": self.token} if self.token and not token_file else {}
+        if token_file:
+            user["tokenFile"] = str(token_file)
+        if cert_file:
+            user["client-certificate"], user["client-key"] = str(cert_file), str(key_file)
+        cluster: dict[str, Any] = {"server": self.url}
+        if ca_file:
+            cluster["certificate-authority"] = str(ca_file)
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": name, "user": user}],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
             "current-context": name,
@@ -251,6 +267,11 @@ class FakeKube:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
+
+    def drop_connections(self) -> None:
+        """Cut every open connection (the clients must connect, authenticate, anew)."""
+        for sock in list(self._connections):
+            _cut(sock)
 
     def compact(self, keep: int = 0) -> None:
         """Forget all but the newest `keep` events (etcd compaction / a fresh watch cache)."""
@@ -473,6 +494,30 @@ class FakeKube:
         head = json.dumps({"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta},
                           separators=(",", ":")).encode()
         return 200, head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+
+
+class _Server(ThreadingHTTPServer):
+    """HTTP, or HTTPS with the fake's current ssl_context (handshake on the request's thread)."""
+
+    fake: FakeKube | None = None
+
+    def get_request(self):
+        sock, address = super().get_request()
+        context = self.fake.ssl_context if self.fake is not None else None
+        if context is not None:
+            sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+    def process_request_thread(self, request, client_address) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            try:
+                request.settimeout(5)
+                request.do_handshake()  # refuses a client certificate the context does not trust
+                request.settimeout(None)
+            except (OSError, ssl.SSLError):
+                self.shutdown_request(request)
+                return
+        super().process_request_thread(request, client_address)
 
 
 def _cut(sock: socket.socket) -> None:

@@ -13,16 +13,21 @@ failures mapped onto three exception types the list/watch loop can act on:
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import logging
 import socket
+import ssl
+import threading
+import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes.config import kube_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
@@ -110,6 +115,7 @@ def load_configuration(kubeconfig: str = "", master: str = "", context: str | No
     if not configuration.host:
         raise KubeConfigError("the Kubernetes client configuration names no API server")
     configuration.host = configuration.host.rstrip("/")
+    _trim_tokens(configuration)
     # Our loop owns retries and backoff; urllib3 must not retry behind its back.
     configuration.retries = False
     configuration.connection_pool_maxsize = 16
@@ -131,6 +137,28 @@ def _override_host(configuration: k8s.Configuration, master: str) -> None:
             conf.refresh_api_key_hook = refresh_keeping_master
 
         configuration.refresh_api_key_hook = refresh_keeping_master
+
+
+def _trim_tokens(configuration: k8s.Configuration) -> None:
+    """Token files usually end in a newline, which the kubeconfig loader keeps (and
+    http.client then refuses in a header); client-go trims it. The loader's refresh hook
+    re-applies the raw token before every request, so it is wrapped too."""
+
+    def trim(conf: k8s.Configuration) -> None:
+        for key, value in list((conf.api_key or {}).items()):
+            if isinstance(value, str):
+                conf.api_key[key] = value.strip()
+
+    trim(configuration)
+    refresh = configuration.refresh_api_key_hook
+    if refresh is not None:
+
+        def refresh_and_trim(conf: k8s.Configuration) -> None:
+            refresh(conf)  # may re-install its own hook: put ours back
+            trim(conf)
+            conf.refresh_api_key_hook = refresh_and_trim
+
+        configuration.refresh_api_key_hook = refresh_and_trim
 
 
 def _status_message(body: str | bytes | None) -> str:
@@ -159,6 +187,49 @@ def _from_api_exception(error: ApiException, what: str) -> ApiError:
 
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, socket.timeout)
 _TIMEOUTS = (TimeoutError, socket.timeout, urllib3.exceptions.ReadTimeoutError)
+
+
+def _file_digest(path: str | None) -> str:
+    if not path:
+        return ""
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+def _fingerprint(configuration: k8s.Configuration) -> tuple:
+    """What identifies the credentials of a configuration: server, tokens, and the content
+    (not the name) of its CA, certificate and key files."""
+    return (
+        configuration.host,
+        tuple(sorted((configuration.api_key or {}).items())),
+        _file_digest(configuration.ssl_ca_cert),
+        _file_digest(configuration.cert_file),
+        _file_digest(configuration.key_file),
+        configuration.verify_ssl,
+        getattr(configuration, "tls_server_name", None),
+    )
+
+
+def _is_tls_error(error: BaseException) -> bool:
+    seen = 0
+    while error is not None and seen < 5:
+        if isinstance(error, (ssl.SSLError, urllib3.exceptions.SSLError)):
+            return True
+        error = getattr(error, "reason", None) or error.__cause__ or error.__context__
+        seen += 1
+    return False
+
+
+def _uses_plugin(kubeconfig: str) -> bool:
+    """Whether the kubeconfig's current user authenticates through an exec or auth-provider
+    plugin (which refreshes itself)."""
+    try:
+        config = kube_config.KubeConfigMerger(kubeconfig).config
+        context = config["contexts"].get_with_name(config["current-context"])["context"]
+        user = config["users"].get_with_name(context["user"])["user"]
+        return "exec" in user or "auth-provider" in user
+    except Exception:  # noqa: BLE001 - no user section or no plugin: plain credentials
+        return False
 
 
 class WatchStream:
@@ -290,20 +361,89 @@ class WatchStream:
 
 
 class KubeClient:
-    """Raw list and watch of the five kinds the estimator reads, across all namespaces."""
+    """Raw list and watch of the five kinds the estimator reads, across all namespaces.
 
-    def __init__(self, configuration: k8s.Configuration, connect_timeout: float = 10.0):
+    Credentials are not read once: with a `loader` (the flags' configuration, built anew),
+    the client rebuilds its configuration every `check_every` seconds and at once after a
+    401 or a TLS failure, and switches to it when the token, client certificate, key or CA
+    it names changed (kubeconfig `tokenFile`, rotated certificate files, a rewritten
+    kubeconfig, the in-cluster service account token). Users with an exec or auth-provider
+    plugin are only reloaded on a 401: their plugin manages expiry itself."""
+
+    def __init__(
+        self,
+        configuration: k8s.Configuration,
+        connect_timeout: float = 10.0,
+        *,
+        loader: Callable[[], k8s.Configuration] | None = None,
+        check_every: float | None = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.host = configuration.host
-        self._api_client = k8s.ApiClient(configuration)
-        self._api_client.user_agent = USER_AGENT
-        self._apis = {"core": k8s.CoreV1Api(self._api_client), "apps": k8s.AppsV1Api(self._api_client)}
         self.connect_timeout = connect_timeout
+        self._loader = loader
+        self.check_every = check_every
+        self._clock = clock
+        self._reload_lock = threading.Lock()
+        self._checked = clock()
+        self._forced = -1e9
+        self.credential_reloads = 0
+        self._fingerprint = _fingerprint(configuration)
+        self._install(configuration)
+
+    def _install(self, configuration: k8s.Configuration):
+        api_client = k8s.ApiClient(configuration)
+        api_client.user_agent = USER_AGENT
+        old = getattr(self, "_api_client", None)
+        self._api_client = api_client
+        self._apis = {"core": k8s.CoreV1Api(api_client), "apps": k8s.AppsV1Api(api_client)}
+        return old
 
     @classmethod
-    def from_flags(cls, kubeconfig: str = "", master: str = "", connect_timeout: float = 10.0) -> KubeClient:
-        return cls(load_configuration(kubeconfig, master), connect_timeout)
+    def from_flags(cls, kubeconfig: str = "", master: str = "", connect_timeout: float = 10.0,
+                   check_every: float | None = 60.0) -> KubeClient:
+        loader = lambda: load_configuration(kubeconfig, master)  # noqa: E731
+        periodic = check_every if not (kubeconfig and _uses_plugin(kubeconfig)) else None
+        return cls(loader(), connect_timeout, loader=loader, check_every=periodic)
+
+    def refresh_credentials(self, force: bool = False) -> bool:
+        """Rebuild the configuration if due (or `force`d: at most every 5 s) and switch to it
+        if its credentials changed. True when switched. A configuration that no longer
+        loads is logged and the current one kept."""
+        if self._loader is None:
+            return False
+        now = self._clock()
+        if force:
+            if now - self._forced < 5.0:
+                return False
+        elif self.check_every is None or now - self._checked < self.check_every:
+            return False
+        with self._reload_lock:
+            if force:
+                self._forced = now
+            self._checked = now
+            try:
+                configuration = self._loader()
+                fingerprint = _fingerprint(configuration)
+            except (KubeConfigError, OSError) as error:
+                log.warning("reloading the Kubernetes credentials failed, keeping the current ones: %s", error)
+                return False
+            if fingerprint == self._fingerprint:
+                return False
+            self._fingerprint = fingerprint
+            old = self._install(configuration)
+            self.host = configuration.host
+            self.credential_reloads += 1
+        log.info("Kubernetes credentials changed on disk (token, client certificate or CA): using them from now on")
+        if old is not None:
+            try:
+                old.rest_client.pool_manager.clear()  # idle connections only; open watches end on their own
+            except Exception:  # noqa: BLE001
+                pass
+        return True
 
     def _call(self, kind: str, what: str, read_timeout: float, **params) -> urllib3.BaseHTTPResponse:
+        self.refresh_credentials()
         endpoint = _ENDPOINTS[kind]
         method = getattr(self._apis[endpoint.api], endpoint.method)
         params = {k: v for k, v in params.items() if v not in (None, "")}
@@ -312,10 +452,14 @@ class KubeClient:
                 **params, _preload_content=False, _request_timeout=(self.connect_timeout, max(read_timeout, 0.001))
             )
         except ApiException as error:
+            if error.status == 401:  # a rotated token or certificate: read them again now
+                self.refresh_credentials(force=True)
             raise _from_api_exception(error, what) from None
         except _TIMEOUTS as error:
             raise Silent(f"{what}: no answer within {read_timeout:g}s ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
+            if _is_tls_error(error):  # e.g. the CA or our client certificate was rotated
+                self.refresh_credentials(force=True)
             raise Unavailable(f"{what}: {type(error).__name__}: {error}") from None
 
     def list_page(
