@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
     ours.add_argument("--shutdown-grace-period", type=float, default=10.0,
                       help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
+    ours.add_argument("--max-staleness", type=_go(flags.parse_duration, "duration"), default=0.0,
+                      help="Fail readiness while the live cluster state is older than this (e.g. 5m; the "
+                           "cache_stale metric says so); estimates are still answered. 0 (default): never.")
     p.set_defaults(logtostderr=True, legacy_stderr_threshold_behavior=True)
     return p
 
@@ -300,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_concurrent_requests=args.max_concurrent_requests,
         max_request_bytes=args.max_request_bytes,
         shutdown_grace_seconds=args.shutdown_grace_period,
+        max_staleness=args.max_staleness,
     )
     try:
         server = EstimatorServer(config, state)

@@ -67,6 +67,10 @@ class EstimatorMetrics:
         )
         self.nodes = Gauge(f"{SUBSYSTEM}_cache_nodes", "Nodes in the cluster state.", registry=self.registry)
         self.ready = Gauge(f"{SUBSYSTEM}_ready", "1 when the estimator serves estimates.", registry=self.registry)
+        # Live-cache staleness bound (--max-staleness).
+        self.cache_stale = Gauge(f"{SUBSYSTEM}_cache_stale", "1 while the cluster state is older than "
+                                 "--max-staleness (readiness then fails); 0 otherwise or when unset.",
+                                 registry=self.registry)
 
     def observe_request(self, kind: str, ok: bool, started: float) -> None:
         result = "success" if ok else "error"

@@ -48,6 +48,8 @@ class ServerConfig:
     max_concurrent_requests: int = 0  # 0: no limit
     max_request_bytes: int = 4 * 1024 * 1024
     shutdown_grace_seconds: float = 10.0
+    # Past this many seconds of cache staleness readiness fails (0: never, as Karmada's).
+    max_staleness: float = 0.0
 
 
 class TLSFilesError(OSError):
@@ -100,6 +102,7 @@ class EstimatorServer:
         self.kernels_warm = False
         self._ready = False  # readiness: can estimate, and not draining
         self._can_estimate = False  # state synced and kernels warm
+        self._stale = False  # past --max-staleness
         self._stopped = threading.Event()
         self._health = health.HealthServicer()
         self._grpc = self._build_grpc()
@@ -163,9 +166,25 @@ class EstimatorServer:
         self._health.set("", status)
         self._health.set(SERVICE_NAME, status)
 
+    def _too_stale(self) -> bool:
+        limit = self.config.max_staleness
+        return limit > 0 and self.state.synced() and self.state.staleness_seconds() > limit
+
     def _refresh(self) -> None:
         self._can_estimate = self.kernels_warm and self.state.synced()
-        ready = self._can_estimate and not self._stopped.is_set()
+        stale = self._too_stale()
+        if stale != self._stale:
+            self._stale = stale
+            if stale:
+                log.error("cluster state is %.0fs old, past --max-staleness %gs: not ready until it is current "
+                          "again (%s)", self.state.staleness_seconds(), self.config.max_staleness,
+                          self.state.describe())
+            else:
+                log.info("cluster state current again (staleness %.1fs)", self.state.staleness_seconds())
+        self.metrics.cache_stale.set(1 if stale else 0)
+        # Estimates are still answered from the last state (calls already routed here), but
+        # the pod leaves the Service while its picture of the member is too old.
+        ready = self._can_estimate and not stale and not self._stopped.is_set()
         if ready != self._ready:
             self._ready = ready
             self._set_health(ready)
@@ -201,6 +220,9 @@ class EstimatorServer:
             f"[{'+' if self.kernels_warm else '-'}] kernels compiled",
             f"    cache staleness: {self.state.staleness_seconds():.1f}s",
         ]
+        if self.config.max_staleness > 0:
+            lines.insert(2, f"[{'-' if self._stale else '+'}] cache staleness within --max-staleness "
+                            f"{self.config.max_staleness:g}s")
         body = ("\n".join(lines) + "\n" + ("readyz check passed" if self._ready else "readyz check failed") + "\n")
         return (200 if self._ready else 503), "text/plain", body.encode()
 

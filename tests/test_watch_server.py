@@ -68,6 +68,11 @@ def staleness_metric(server: EstimatorServer) -> float:
     return float(re.search(r"^karmada_scheduler_estimator_cache_staleness_seconds (\S+)$", page, re.M).group(1))
 
 
+def stale_metric(server: EstimatorServer) -> float:
+    _, page = get(server, "metrics", "/metrics")
+    return float(re.search(r"^karmada_scheduler_estimator_cache_stale (\S+)$", page, re.M).group(1))
+
+
 def cluster(fake: FakeKube) -> None:
     web = deployment_object("shop", "web", "uid-web", {"app": "web"})
     fake.load(
@@ -81,13 +86,13 @@ def cluster(fake: FakeKube) -> None:
     )
 
 
-def start(fake: FakeKube, tmp_path, cache: ClusterCache | None = None) -> EstimatorServer:
+def start(fake: FakeKube, tmp_path, cache: ClusterCache | None = None, max_staleness: float = 0.0) -> EstimatorServer:
     state = WatchClusterState(kubeconfig=str(fake.kubeconfig(tmp_path)), qps=0, cache=cache,
                               options=ReflectorOptions(**FAST))
     server = EstimatorServer(
         ServerConfig(cluster_name=MEMBER, server_port=0, server_bind_address="127.0.0.1",
                      health_probe_bind_address="127.0.0.1:0", metrics_bind_address="127.0.0.1:0",
-                     shutdown_grace_seconds=1.0),
+                     shutdown_grace_seconds=1.0, max_staleness=max_staleness),
         state,
     )
     server.start()
@@ -150,6 +155,27 @@ def test_an_unreachable_api_server_keeps_answers_and_shows_the_age(fake, tmp_pat
         fake.come_up()
         assert wait_until(lambda: gpu_sets(server) == 4)
         assert wait_until(lambda: staleness_metric(server) < 1.0, 5)
+    finally:
+        server.stop()
+
+
+def test_past_max_staleness_readiness_fails_and_a_metric_says_so(fake, tmp_path, caplog):
+    cluster(fake)
+    server = start(fake, tmp_path, max_staleness=1.5)
+    try:
+        assert server.wait_ready(180)
+        assert stale_metric(server) == 0
+        fake.go_down()
+        assert wait_until(lambda: get(server, "probes", "/readyz")[0] == 503)
+        status, body = get(server, "probes", "/readyz")
+        assert "[-] cache staleness within --max-staleness 1.5s" in body
+        assert stale_metric(server) == 1
+        assert grpc_health(server) == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert gpu_sets(server) == 5, "calls that reach it are still answered from the last state"
+        assert any("past --max-staleness" in r.getMessage() for r in caplog.records)
+        fake.come_up()
+        assert wait_until(lambda: get(server, "probes", "/readyz")[0] == 200, timeout=30)
+        assert stale_metric(server) == 0
     finally:
         server.stop()
 
