@@ -110,25 +110,32 @@ def is_workload(job: Job, gates: Mapping[str, bool]) -> bool:
     return bool(job.components) and gates.get(feature_gates.MULTIPLE_POD_TEMPLATES, False)
 
 
-def _filter_reason(member: Member, job: Job, placement: Placement, term: AffinityTerm, workload: bool) -> str | None:
-    # Go runs the plugins in map order; a member failing several reports one of them. We check
-    # API, taints, affinity, spread properties in that order.
+def _filter_reasons(member: Member, job: Job, placement: Placement, term: AffinityTerm, workload: bool) -> list[str]:
+    """Every filter plugin's reason against the member. Karmada stops at the first failing plugin
+    in its plugin order, which comes from a Go map (fixed per scheduler process, unknown here);
+    we report API, taints, affinity, spread properties in that order."""
+    reasons = []
+    # A Cluster without apiEnablements is taken to serve the kind (Karmada's status controller fills them).
     if member.api_enablements is not None and (job.api_version, job.kind) not in member.api_enablements:
-        return _API_REASON
+        reasons.append(_API_REASON)
     for taint in member.taints:
         if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(placement.cluster_tolerations, taint):
-            return "cluster(s) had untolerated taint {" + taint.key + (f"={taint.value}" if taint.value else "") \
-                + f":{taint.effect}" + "}"
+            reasons.append("cluster(s) had untolerated taint {" + taint.key + (f"={taint.value}" if taint.value else "")
+                           + f":{taint.effect}" + "}")
+            break
     if overflow_order(term, member, workload) is None:
-        return _AFFINITY_REASON
+        reasons.append(_AFFINITY_REASON)
     for sc in placement.spread_constraints:
         if sc.spread_by_field == "provider" and not member.provider:
-            return "cluster(s) did not have provider property"
-        if sc.spread_by_field == "region" and not member.region:
-            return "cluster(s) did not have region property"
-        if sc.spread_by_field == "zone" and not member.zones:
-            return "cluster(s) did not have zones property"
-    return None
+            reasons.append("cluster(s) did not have provider property")
+        elif sc.spread_by_field == "region" and not member.region:
+            reasons.append("cluster(s) did not have region property")
+        elif sc.spread_by_field == "zone" and not member.zones:
+            reasons.append("cluster(s) did not have zones property")
+        else:
+            continue
+        break
+    return reasons
 
 
 def overflow_order(term: AffinityTerm, member: Member, workload: bool = True) -> int | None:
@@ -185,12 +192,21 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
     job, placement = inp.job, inp.placement
     workload = is_workload(job, inp.gates)
     out = _Term()
-    feasible, reasons = [], []
+    feasible, reasons, several = [], [], []
     for m in inp.members:
-        reason = _filter_reason(m, job, placement, term, workload)
-        (reasons.append(reason) if reason else feasible.append(m))
+        failed = _filter_reasons(m, job, placement, term, workload)
+        if failed:
+            reasons.append(failed[0])
+            if len(failed) > 1:
+                several.append(f"{m.name}: {'; '.join(failed)}")
+        else:
+            feasible.append(m)
     if not feasible:
         out.error = fit_error(len(inp.members), reasons)
+        if several:
+            out.caveat = ("members failing several filters (" + " | ".join(several) + ") are counted once, under "
+                          "the first failing plugin in Karmada's plugin order, which varies between scheduler "
+                          "processes: the reasons in the error text may differ, not the outcome")
         return out
     names = [m.name for m in feasible]
     one_member = placement.single_member_spread()

@@ -301,3 +301,14 @@ def test_kinds_karmada_has_no_interpreter_for_say_so():
                                                                       "replicaScheduling": AGGREGATED}),
                       Options(gates=GATE_ON))
     assert "no built-in interpreter for XGBoostJob" in result.karmada.caveat
+
+
+def test_a_member_failing_several_filters_is_counted_once_and_the_ambiguity_is_said():
+    # Karmada stops at the first failing plugin; its plugin order comes from a Go map.
+    tainted = gpu_member("member-a", 8, taints=(Taint("k", "", "NoSchedule"),))
+    result = run({"spreadConstraints": ONE, "replicaScheduling": AGGREGATED,
+                  "clusterAffinity": {"clusterNames": ["nope"]}}, {}, [tainted], 3, estimators=())
+    error = result.karmada.error
+    assert error.startswith("0/1 clusters are available: 1 cluster(s) ") and error.count("cluster(s)") == 1
+    assert "member-a: cluster(s) had untolerated taint {k:NoSchedule}; cluster(s) did not match" in \
+        result.karmada.caveat
