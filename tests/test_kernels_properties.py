@@ -150,3 +150,60 @@ def test_one_single_replica_component_packs_as_many_sets_as_sum_fit(case):
     expected = min(kernels.sum_fit(available, requests[0], masks[0]), MAX_INT32)
     assert kernels.first_fit_sets(available.copy(), requests[:1], replicas, masks[:1], MAX_INT32).sets == expected
     assert kernels.best_sets(available, requests[:1], replicas, masks[:1], MAX_INT32).sets == expected
+
+
+@st.composite
+def crowded_clusters(draw):
+    """Many sets per run: up to 40 nodes of a few kinds, components sharing or splitting
+    their nodes, so the bulk steps (stationary groups, one or several movers) decide most
+    sets. (available, requests, replicas, masks)."""
+    n_nodes = draw(st.integers(1, 40))
+    n_comp = draw(st.integers(1, 4))
+    kinds = draw(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 64), st.integers(0, 9)), min_size=1, max_size=4))
+    available = np.array([kinds[draw(st.integers(0, len(kinds) - 1))] for _ in range(n_nodes)], dtype=np.int64)
+    requests = np.array(
+        [[1, draw(st.integers(0, 9)), draw(st.integers(0, 3))] for _ in range(n_comp)], dtype=np.int64
+    )
+    replicas = np.array(draw(st.lists(st.integers(0, 7), min_size=n_comp, max_size=n_comp)), dtype=np.int64)
+    shared = draw(st.booleans())  # one claim for every component (the lockstep case), or each its own
+    if shared:
+        row = draw(st.lists(st.booleans(), min_size=n_nodes, max_size=n_nodes))
+        masks = np.array([row] * n_comp, dtype=np.bool_).reshape(n_comp, n_nodes)
+    else:
+        masks = np.array(
+            draw(st.lists(st.lists(st.booleans(), min_size=n_nodes, max_size=n_nodes), min_size=n_comp,
+                          max_size=n_comp)),
+            dtype=np.bool_,
+        ).reshape(n_comp, n_nodes)
+    return available, requests, replicas, masks
+
+
+@SETTINGS
+@given(crowded_clusters(), st.sampled_from([1, 3, 17, MAX_INT32]))
+def test_first_fit_on_crowded_clusters_equals_the_naive_rescan(case, upper):
+    available, requests, replicas, masks = case
+    left = available.copy()
+    packing = kernels.first_fit_sets(left, requests, replicas, masks, upper)
+    sets, placement, naive_left = naive.first_fit(available, requests, replicas, masks, upper)
+    assert (packing.sets, packing.placement.tolist(), left.tolist()) == (sets, placement, naive_left)
+
+
+@SETTINGS
+@given(crowded_clusters(), st.randoms(use_true_random=False))
+def test_first_fit_on_crowded_clusters_in_other_orders_equals_the_naive_rescan(case, rng):
+    available, requests, replicas, masks = case
+    if not replicas.any():
+        return  # the wrapper answers this before packing
+    n_comp, n_nodes = masks.shape
+    order = list(range(n_comp))
+    rng.shuffle(order)
+    walks = [sorted(rng.sample(range(n_nodes), rng.randint(0, n_nodes))) if rng.random() < 0.5
+             else rng.sample(range(n_nodes), rng.randint(0, n_nodes)) for _ in range(n_comp)]
+    node_order = np.zeros((n_comp, n_nodes), dtype=np.int64)
+    for c, walk in enumerate(walks):
+        node_order[c, : len(walk)] = walk
+    lengths = np.array([len(walk) for walk in walks], dtype=np.int64)
+    left = available.copy()
+    packing = firstfit.pack(left, requests, replicas, masks, np.array(order), node_order, lengths, MAX_INT32)
+    expected = naive.first_fit(available, requests, replicas, masks, MAX_INT32, order, walks)
+    assert (packing.sets, packing.placement.tolist(), left.tolist()) == expected

@@ -1,5 +1,5 @@
 """First-fit on clusters of hundreds of nodes and many sets equals the naive rescan: this is
-what exercises the pointer, bulk-repetition and one-mover shortcuts (module firstfit)."""
+what exercises the pointer and bulk-step shortcuts (module firstfit)."""
 
 from __future__ import annotations
 

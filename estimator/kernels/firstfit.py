@@ -3,25 +3,29 @@
 Go (SchedulingSimulator) places one complete set at a time: components in order, each
 walking the nodes from the first and taking min(remaining, fit) replicas per node, until a
 component cannot be completed. We give the same answer, the same placement and the same
-leftover `available`, at O(C·N·K + events) instead of O(sets·C·N·K):
+leftover `available`, in O(C·N·K + events) instead of O(sets·C·N·K):
 
 - Pointers. Nodes only lose resources, so a fit never grows. Every node a component walks
   past is left with fit 0 for it (it was 0, or the component took all it could), so the
   next set may start that component's walk at the node where its last walk ended.
-- Bulk repetition. If a set put each component c on a single node n_c, and every such node
-  still holds t times what the set took from it (summed over the components that used it,
-  in every column), the next t sets are that same set again: at set j <= t, when c comes
-  up, n_c has lost at most (j-1) copies plus the earlier components of set j, so it still
-  fits all replicas[c], and every node before n_c still fits 0. We apply t sets at once.
-- One mover. If every component but one, m, sits on a single node that can take S more
-  copies of what they put there, and m can never place on those nodes again (it fits 0
-  there, may not use them, or has walked past them), then for the next S sets the others
-  stay put and m packs alone. A lone component's sets are a greedy fill of its node walk
-  (its fit on a node drops by exactly what it places), so m places min(S, what its walk
-  holds / replicas[m]) sets' worth in one walk, and the others take that many copies.
-- After a bulk step some node cannot take another copy, so the next set moves a component
-  past a node, or fails; sets handled one by one are O(C·N) (in practice, a few per node
-  where some component's stay ends).
+- Bulk steps. After each set placed by hand, split the components in two kinds:
+  * stationary: it put all of its replicas on one node n_c, and the node still holds
+    t copies of what the set took from it (summed over every stationary component there,
+    in every column). For the next t sets each of them takes its replicas from n_c again:
+    at set j <= t, n_c has lost at most j-1 copies plus the earlier components of set j.
+  * movers: the others. A mover's next sets are a greedy fill of its own walk (its fit on
+    a node drops by exactly what it places), as long as no other component touches the
+    nodes it walks. Its region is its walk from its pointer up to the first node it could
+    use that another component may touch: a stationary node, or (walks in node-index
+    order only) the pointer of the next mover ahead of it. Two movers on one node, or
+    several movers on per-component walks, end the step.
+  With S = min(every stationary t, every mover's region capacity // its replicas), the
+  next S sets are complete and each component's share of them is known in one pass: we
+  apply S sets at once. No set in the step fails, so failures are only ever met by hand.
+- After a step some stationary node cannot take another copy or some mover reached the
+  end of its region, so the next hand set moves a component or fails. A pointer only
+  moves forward, so there are O(C·N) hand sets; in practice a few per node where some
+  component's stay ends.
 
 The same kernel packs with other component and node orders (the best mode's candidates),
 and packs k sets' worth of replicas as one set (replicas scaled by k, upper 1).
@@ -37,11 +41,12 @@ from ._numba import kernel
 # Products of two values up to 2**31 - 1 fit in int64: multiply-and-compare then replaces a
 # division on the common path.
 _SMALL = 2**31 - 1
+_MAX_BACKOFF = 7
 _NO_NODE_ORDER = np.zeros((0, 0), dtype=np.int64)
 _NO_LENGTHS = np.zeros(0, dtype=np.int64)
 
 
-@kernel
+@kernel(inline="always")
 def _take(available: np.ndarray, requests: np.ndarray, c: int, n: int, want: int) -> int:
     """min(want, fit of one replica of c on n).
 
@@ -64,109 +69,44 @@ def _take(available: np.ndarray, requests: np.ndarray, c: int, n: int, want: int
     return f
 
 
-@kernel
-def _groups(
+@kernel(inline="always")
+def _fill(
     available: np.ndarray,
     requests: np.ndarray,
-    replicas: np.ndarray,
-    order: np.ndarray,
-    single: np.ndarray,
-    skip: int,
-    demand: np.ndarray,
-    limit: int,
-) -> int:
-    """Group the components placed on a single node (single[c] >= 0), leaving out `skip`.
-
-    For the first component of each group (in `order`), demand[i] = what one set takes from
-    its node; other positions get demand[i, 0] = -1. Returns how many more sets every
-    group's node can give, capped at `limit`.
-    """
-    n_comp, n_cols = order.shape[0], available.shape[1]
-    smallest = limit
-    for i in range(n_comp):
-        c = order[i]
-        n = single[c]
-        demand[i, 0] = -1
-        if n < 0 or c == skip:
-            continue
-        leader = True
-        for j in range(i):
-            if single[order[j]] == n and order[j] != skip:
-                leader = False
-                break
-        if not leader:
-            continue
-        t = limit
-        for k in range(n_cols):
-            # What the last set took from n in column k was subtracted from a
-            # non-negative int64, so this sum fits in int64.
-            d = 0
-            for j in range(i, n_comp):
-                cj = order[j]
-                if single[cj] == n and cj != skip:
-                    d += replicas[cj] * requests[cj, k]
-            demand[i, k] = d
-            if d > 0:
-                a = available[n, k]
-                if d == 1:
-                    t = min(t, a)
-                elif t > _SMALL or d > _SMALL:
-                    t = min(t, a // d)
-                elif t * d > a:
-                    t = a // d
-        smallest = min(smallest, t)
-    return smallest
-
-
-@kernel
-def _apply_groups(
-    available: np.ndarray,
-    replicas: np.ndarray,
-    order: np.ndarray,
-    single: np.ndarray,
-    skip: int,
-    demand: np.ndarray,
-    t: int,
+    masks: np.ndarray,
+    c: int,
+    node_order: np.ndarray,
+    length: int,
+    pointer: np.ndarray,
+    want: int,
     placement: np.ndarray,
-) -> None:
-    """Take t more copies of the grouped components' share (see `_groups`)."""
-    for i in range(order.shape[0]):
-        c = order[i]
-        n = single[c]
-        if n < 0 or c == skip:
-            continue
-        placement[c, n] += t * replicas[c]
-        if demand[i, 0] >= 0:
-            for k in range(available.shape[1]):
-                available[n, k] -= t * demand[i, k]
-
-
-@kernel
-def _blocked(
-    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, order: np.ndarray, single: np.ndarray, skip: int
-) -> tuple[int, int]:
-    """How many components on a single node (other than `skip`) no longer fit their own
-    share there, and the last of them (-1 if none). A cheap test before `_groups`."""
-    count = 0
-    last = -1
-    for i in range(order.shape[0]):
-        c = order[i]
-        n = single[c]
-        if n >= 0 and c != skip and _take(available, requests, c, n, replicas[c]) < replicas[c]:
-            count += 1
-            last = c
-    return count, last
-
-
-@kernel
-def _count_blocked(
-    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, order: np.ndarray, single: np.ndarray
 ) -> int:
-    return _blocked(available, requests, replicas, order, single, requests.shape[0])[0]
+    """Greedy walk of c from its pointer placing up to `want` replicas; returns what is left.
+
+    The pointer stays on the node that completed `want` (it may fit more), else ends at
+    `length`.
+    """
+    ordered = node_order.shape[0] > 0
+    p = pointer[c]
+    remaining = want
+    while p < length:
+        n = node_order[c, p] if ordered else p
+        if masks[c, n]:
+            f = _take(available, requests, c, n, remaining)
+            if f > 0:
+                for k in range(available.shape[1]):
+                    available[n, k] -= f * requests[c, k]
+                placement[c, n] += f
+                remaining -= f
+                if remaining == 0:
+                    break
+        p += 1
+    pointer[c] = p
+    return remaining
 
 
-@kernel
-def _fill_mover(
+@kernel(inline="always")
+def _bulk(
     available: np.ndarray,
     requests: np.ndarray,
     replicas: np.ndarray,
@@ -177,95 +117,169 @@ def _fill_mover(
     pointer: np.ndarray,
     single: np.ndarray,
     demand: np.ndarray,
+    movers: np.ndarray,
+    mark: np.ndarray,
+    stamp: int,
     limit: int,
     placement: np.ndarray,
-) -> tuple[int, bool]:
-    """The one-mover step (module docstring): (sets placed, whether packing has ended)."""
-    n_comp = order.shape[0]
+) -> int:
+    """The bulk step (module docstring): plan S <= limit sets, apply them, return S (0: none).
+
+    single[c]: the node holding all of c's replicas in the last set, or < 0. demand[i]:
+    filled for the first stationary component of each node (position i in `order`), else
+    demand[i, 0] = -1. mark[n] == stamp: n is a stationary node in this step.
+    """
+    n_comp, n_cols = order.shape[0], available.shape[1]
+    n_nodes = available.shape[0]
     ordered = node_order.shape[0] > 0
-    none = requests.shape[0]  # no component has this index
-    mover = none
+    s = limit
+    n_movers = 0
     for i in range(n_comp):
         c = order[i]
-        if replicas[c] > 0 and single[c] == -2:
-            if mover != none:
-                return 0, False
-            mover = c
-    blocked, last_blocked = _blocked(available, requests, replicas, order, single, mover)
-    if mover == none:
-        # Every component sat on one node: the mover is the one whose node is full. (A
-        # full node shared by components that each still fit alone has two candidates.)
-        if blocked != 1:
-            return 0, False
-        mover = last_blocked
-    elif blocked > 0:
-        return 0, False  # a component that must stay cannot
-    if replicas[mover] > _SMALL:
-        return 0, False
-    r_m = replicas[mover]
-    stay = _groups(available, requests, replicas, order, single, mover, demand, limit)
-    if stay <= 0:
-        return 0, False
-    for i in range(n_comp):
-        c = order[i]
-        n = single[c]
-        if c == mover or n < 0:
+        demand[i, 0] = -1
+        if replicas[c] == 0:
             continue
-        if ((not ordered) and n < pointer[mover]) or not masks[mover, n]:
-            continue  # walked past, or not allowed
-        for k in range(available.shape[1]):
-            if requests[mover, k] > available[n, k]:
-                break
+        n = single[c]
+        if n < 0:
+            movers[n_movers] = c
+            n_movers += 1
+            continue
+        if mark[n] == stamp:
+            continue  # a later member of a node already planned
+        t = s
+        members = 0
+        for k in range(n_cols):
+            d = 0
+            for j in range(i, n_comp):
+                cj = order[j]
+                if single[cj] == n and replicas[cj] > 0:
+                    # What the last set took from n was subtracted from a non-negative
+                    # int64, so this sum fits in int64.
+                    d += replicas[cj] * requests[cj, k]
+                    if k == 0:
+                        members += 1
+            demand[i, k] = d
+            if d > 0:
+                a = available[n, k]
+                if d == 1:
+                    t = min(t, a)
+                elif t > _SMALL or d > _SMALL:
+                    t = min(t, a // d)
+                elif t * d > a:
+                    t = a // d
+        if t == 0:
+            if members > 1:
+                return 0  # components sharing a node that is full: the next set is by hand
+            demand[i, 0] = -1
+            movers[n_movers] = c  # alone on a full node: it moves on from there
+            n_movers += 1
+            continue
+        mark[n] = stamp
+        s = min(s, t)
+    if n_movers > 1:
+        if ordered:
+            return 0  # per-component walks: no cheap proof that their regions are apart
+        for i in range(1, n_movers):  # by pointer (insertion sort; a handful of components)
+            c = movers[i]
+            j = i - 1
+            while j >= 0 and pointer[movers[j]] > pointer[c]:
+                movers[j + 1] = movers[j]
+                j -= 1
+            movers[j + 1] = c
+        for i in range(1, n_movers):
+            if pointer[movers[i]] == pointer[movers[i - 1]]:
+                return 0
+    # Rear movers (walks in node-index order, behind the front one): their regions end at
+    # the next mover's pointer, so their capacity is counted first, lowering s.
+    for i in range(n_movers - 1):
+        c = movers[i]
+        r = replicas[c]
+        if r > _SMALL:
+            return 0
+        end = pointer[movers[i + 1]]
+        need = s * r
+        room = 0
+        p = pointer[c]
+        while p < end and room < need:
+            if masks[c, p]:
+                f = _take(available, requests, c, p, need - room)
+                if f > 0:
+                    if mark[p] == stamp:
+                        break  # a stationary node it could use: its region ends here
+                    room += f
+            p += 1
+        s = min(s, room // r)
+        if s == 0:
+            return 0
+    if n_movers > 0:
+        # The front mover fills s sets' worth directly; if its region holds less, the
+        # replicas of the incomplete set are given back and s drops to what it completed.
+        c = movers[n_movers - 1]
+        r = replicas[c]
+        if r > _SMALL:
+            return 0
+        length = lengths[c] if ordered else n_nodes
+        start = pointer[c]
+        before = 0
+        if start < length:
+            before = placement[c, node_order[c, start] if ordered else start]
+        want = s * r
+        remaining = want
+        p = start
+        while p < length:
+            n = node_order[c, p] if ordered else p
+            if masks[c, n]:
+                f = _take(available, requests, c, n, remaining)
+                if f > 0:
+                    if mark[n] == stamp:
+                        break
+                    for k in range(n_cols):
+                        available[n, k] -= f * requests[c, k]
+                    placement[c, n] += f
+                    remaining -= f
+                    if remaining == 0:
+                        break
+            p += 1
+        if remaining == 0:
+            pointer[c] = p
         else:
-            return 0, False  # the mover could still land on a node the others use
-    length = lengths[mover] if ordered else available.shape[0]
-    start = pointer[mover]
-    before = placement[mover, node_order[mover, start] if ordered else start] if start < length else 0
-    want = stay * r_m
-    remaining = want
-    p = start
-    while p < length:
-        n = node_order[mover, p] if ordered else p
-        if masks[mover, n]:
-            f = _take(available, requests, mover, n, remaining)
-            if f > 0:
-                for k in range(available.shape[1]):
-                    available[n, k] -= f * requests[mover, k]
-                placement[mover, n] += f
-                remaining -= f
-                if remaining == 0:
-                    break
-        p += 1
-    pointer[mover] = p
-    sets = (want - remaining) // r_m
-    if remaining == 0:
-        _apply_groups(available, replicas, order, single, mover, demand, sets, placement)
-        return sets, False
-    # The mover ran out: `sets` sets completed, then the next one failed in the mover after
-    # the components before it had placed theirs (that consumption stays, as in Go).
-    # `placement` keeps complete sets only: drop the failed set's tail from the walk's end.
-    extra = want - remaining - sets * r_m
-    p = min(p, length - 1)
-    while extra > 0:
-        n = node_order[mover, p] if ordered else p
-        here = placement[mover, n] - (before if p == start else 0)
-        drop = min(here, extra)
-        placement[mover, n] -= drop
-        extra -= drop
-        p -= 1
-    _apply_groups(available, replicas, order, single, mover, demand, sets, placement)
+            s = (want - remaining) // r
+            extra = want - remaining - s * r
+            q = min(p, length - 1)
+            while extra > 0:
+                n = node_order[c, q] if ordered else q
+                # Past its pointer a component had placed nothing before this fill.
+                here = placement[c, n] - (before if q == start else 0)
+                drop = min(here, extra)
+                placement[c, n] -= drop
+                for k in range(n_cols):
+                    available[n, k] += drop * requests[c, k]
+                extra -= drop
+                if extra > 0:
+                    q -= 1
+            # The pointer goes back to the node that completed the last kept set.
+            q = min(p, length - 1)
+            while q > start and placement[c, node_order[c, q] if ordered else q] == 0:
+                q -= 1
+            pointer[c] = max(q, start)
+            if s == 0:
+                return 0
+    for i in range(n_movers - 1):
+        c = movers[i]
+        _fill(available, requests, masks, c, node_order, n_nodes, pointer, s * replicas[c], placement)
     for i in range(n_comp):
         c = order[i]
-        if c == mover:
-            break
         n = single[c]
-        if n >= 0:
-            for k in range(available.shape[1]):
-                available[n, k] -= replicas[c] * requests[c, k]
-    return sets, True
+        if n < 0 or replicas[c] == 0 or mark[n] != stamp:
+            continue
+        placement[c, n] += s * replicas[c]
+        if demand[i, 0] >= 0:
+            for k in range(n_cols):
+                available[n, k] -= s * demand[i, k]
+    return s
 
 
-@kernel
+@kernel(inline="always")
 def _unplace(
     replicas: np.ndarray,
     order: np.ndarray,
@@ -319,11 +333,13 @@ def _first_fit(
     start_at = np.zeros(n_req, np.int64)
     start_held = np.zeros(n_req, np.int64)
     demand = np.empty((n_comp, n_cols), np.int64)
-    no_skip = n_req  # no component has this index (a variable, not a literal -1, so the
-    # helpers compile once)
+    movers = np.empty(n_comp, np.int64)
+    mark = np.zeros(n_nodes, np.int64)  # stationary nodes of the step with that stamp
+    stamp = 0
+    wait = 0  # hand sets before the next bulk step is tried
+    backoff = 0
     sets = 0
     while sets < upper:
-        spread = 0  # components this set placed over several nodes
         for i in range(n_comp):
             c = order[i]
             remaining = replicas[c]
@@ -357,24 +373,22 @@ def _first_fit(
                 return sets
             if used > 1:
                 single[c] = -2
-                spread += 1
         sets += 1
-        # Cheap tests first: calls with a dozen array arguments cost more than a set.
-        blocked = _count_blocked(available, requests, replicas, order, single)
-        if spread == 0 and blocked == 0 and sets < upper:
-            t = _groups(available, requests, replicas, order, single, no_skip, demand, upper - sets)
-            if t > 0:
-                _apply_groups(available, replicas, order, single, no_skip, demand, t, placement)
-                sets += t
-                blocked = _count_blocked(available, requests, replicas, order, single)
-        if sets < upper and blocked + spread <= 1:
-            more, ended = _fill_mover(
-                available, requests, replicas, masks, order, node_order, lengths,
-                pointer, single, demand, upper - sets, placement,
-            )  # fmt: skip
-            sets += more
-            if ended:
-                return sets
+        if sets >= upper:
+            break
+        if wait > 0:
+            wait -= 1
+            continue
+        stamp += 1
+        got = _bulk(
+            available, requests, replicas, masks, order, node_order, lengths, pointer,
+            single, demand, movers, mark, stamp, upper - sets, placement,
+        )  # fmt: skip
+        sets += got
+        # A step of 0 or 1 set costs about what it saves; where they keep coming (sets
+        # that differ one to the next, a few per node), try less often, up to every 8th set.
+        backoff = 0 if got >= 2 else min(2 * backoff + 1, _MAX_BACKOFF)
+        wait = backoff
     return sets
 
 
