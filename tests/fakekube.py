@@ -173,6 +173,7 @@ class FakeKube:
         self._paused = False
         self.requests: Counter[tuple[str, str]] = Counter()  # (kind, "list" | "watch" | "continue")
         self.watch_rvs: list[tuple[str, str]] = []  # (kind, resourceVersion) of every watch request
+        self.list_limits: list[tuple[str, int]] = []  # (kind, limit) of every list request (0: none)
         self._connections: set[socket.socket] = set()
         self._host = host
         self._port = port
@@ -588,6 +589,7 @@ def _handler_class(fake: FakeKube):
                 limit = int(params.get("limit") or 0)
             except ValueError:
                 return self._send(400, _status(400, "BadRequest", "invalid limit"))
+            fake.list_limits.append((kind, limit))
             status, body = fake.list_page(kind, limit, params.get("continue", ""), params.get("fieldSelector", ""))
             self._send(status, body)
 

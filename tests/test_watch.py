@@ -227,13 +227,36 @@ def test_a_watcher_overtaken_by_compaction_gets_410_and_relists(fake, watch):
     assert state.stats()["Pod"]["relists_gone"] >= 1
 
 
-def test_an_expired_continue_token_restarts_the_list(fake, watch):
+def test_an_expired_continue_token_restarts_the_list_in_one_request(fake, watch):
     small_cluster(fake, pods=20)
     fake.expire_continue(1)
     state = watch()
     assert_converges(state, fake)
     restarted = [r for r in state.reflectors.values() if r.errors.get("continue-expired")]
     assert len(restarted) == 1 and restarted[0].lists == 1
+    kind = restarted[0].kind
+    limits = [limit for k, limit in fake.list_limits if k == kind]
+    assert limits[-1] == 0, f"after the 410 one full list, not pages again: {limits}"
+    assert limits.count(0) == 1
+
+
+def test_an_expired_continue_token_during_a_relist_keeps_the_old_state_until_it_is_complete(fake, watch):
+    small_cluster(fake, pods=20)
+    state = watch()
+    assert wait_until(state.synced)
+    fake.pause_watches()
+    fake.delete("Pod", "p3", "shop")
+    fake.expire_continue(1)
+    state.reload()
+    assert_converges(state, fake)
+    assert state.reflectors["Pod"].errors.get("continue-expired") or any(
+        r.errors.get("continue-expired") for r in state.reflectors.values())
+
+
+def test_the_max_staleness_flag_is_a_duration(tmp_path):
+    args = build_parser().parse_args(["--cluster-name", "m", "--kubeconfig", "k", "--max-staleness", "2m"])
+    assert args.max_staleness == 120.0
+    assert build_parser().parse_args(["--cluster-name", "m"]).max_staleness == 0.0
 
 
 def test_continued_pages_come_from_the_first_pages_snapshot(fake, watch):

@@ -351,29 +351,32 @@ class Reflector:
         # list is applied page by page: nothing is answered before every kind has synced.
         aside: list | None = [] if self.synced else None
         token = ""
-        restarts = 0
+        full = False  # after an expired continue token: one unpaginated list, as client-go's pager
         resource_version = ""
         while True:
             self._take_token()
             try:
                 body = self._client.list_page(
                     self.kind,
-                    limit=options.page_size,
+                    limit=0 if full else options.page_size,
                     continue_token=token,
                     field_selector=self.spec.field_selector,
                     timeout=options.list_timeout,
                 )
             except Gone:
-                if not token or restarts >= 3:
+                if not token:
                     raise
-                # The continue token expired (compaction): a consistent list must start over.
-                restarts += 1
+                # The continue token expired (compaction) mid-list. A consistent list must
+                # start over; client-go's pager then asks for everything in one response
+                # rather than risk the same race again page by page.
                 self._count_error("continue-expired")
-                log.info("%s: continue token expired during a paginated list; listing again from the start", self.kind)
+                log.info("%s: continue token expired during a paginated list; listing again in one request",
+                         self.kind)
                 seen.clear()
                 if aside is not None:
                     aside.clear()
                 token = ""
+                full = True
                 continue
             if self._stop.is_set():
                 raise _Stopped
