@@ -116,8 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer exactly what Karmada's scheduler does: its targets (every member without a "
                         "cluster 1..1 spread constraint; the first member, even at 0 sets, with replicaScheduling "
                         "absent or Duplicated; the general estimator alone when any member's accurate estimator "
-                        "is missing or fails) or its error text; 0 where Karmada answers 0 instead of -1 (unknown). "
-                        "Without it, Karmada's outcome is shown beside this tool's recommendation")
+                        "is missing or fails) or its error text; 0 where Karmada answers 0 instead of -1 (unknown); "
+                        "the job read as Karmada's interpreter reads it. Karmada's feature gates are --feature-gates "
+                        "(MultiplePodTemplatesScheduling is off by default, as in Karmada: then Karmada sees no "
+                        "components and takes members by name). Without it, Karmada's outcome is shown beside this "
+                        "tool's recommendation")
     _add_member_arguments(p)
     return p
 
