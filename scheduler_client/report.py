@@ -12,7 +12,8 @@ JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"ge
 one member it recommends. `karmada` is always Karmada's outcome: its targets as the
 ResourceBinding's spec.clusters (a component job goes whole to each, written replicas 0),
 or, when it places nothing, `error`, the text Karmada's scheduler reports. `exact: false`
-means the case is outside the model (see `caveat`); its targets are then empty.
+means the case is outside the model (see `caveat`); its targets are then empty, and
+`karmadaCompatible` is false even under --karmada-compatible (`targets` is this tool's own).
 """
 
 from __future__ import annotations
