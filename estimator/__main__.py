@@ -7,11 +7,13 @@ start-up failure.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from typing import Sequence
 
 from estimator import flags, logsetup
@@ -58,11 +60,36 @@ def _go(parse, label: str = ""):
 def _bool(p, *names, help: str) -> None:
     # Bare means true; "=false" and Go's other forms are values (normalize_argv rewrites a
     # bare flag to "=true" so a following word is never taken as its value).
-    p.add_argument(*names, nargs="?", const=True, default=False, type=_go(flags.parse_bool, "bool"), help=help)
+    p.add_argument(*names, nargs="?", const=True, default=False, type=_go(flags.parse_bool, "bool"),
+                   metavar="true|false", help=help)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that once --logging-format=json was asked for, a flag error is one
+    JSON line too (stderr carries nothing else in that mode)."""
+
+    json_errors = False
+
+    def error(self, message: str):
+        if not self.json_errors:
+            super().error(message)
+        entry = {"ts": round(time.time() * 1000, 3), "caller": "flags", "msg": f"{self.prog}: error: {message}",
+                 "logger": "estimator", "level": "error"}
+        sys.stderr.write(json.dumps(entry) + "\n")
+        sys.exit(2)
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        if arg in ("--logging-format=json", "--log-format=json"):
+            return True
+        if arg in ("--logging-format", "--log-format") and argv[i + 1:i + 2] == ["json"]:
+            return True
+    return False
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # pflag has no abbreviations; --cluster must not mean --cluster-name
         epilog=cache_note(),
@@ -178,7 +205,7 @@ def log_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
         parser.error("--logging-format and --log-format disagree")
     options = flags.LogOptions(
         format=args.logging_format or args.log_format or "text", verbosity=args.v, vmodule=args.vmodule,
-        flush_frequency=args.log_flush_frequency, logtostderr=args.logtostderr if args.logtostderr is not None else True,
+        flush_frequency=args.log_flush_frequency, logtostderr=args.logtostderr,
         alsologtostderr=args.alsologtostderr, log_dir=args.log_dir, log_file=args.log_file,
         log_file_max_size_mb=args.log_file_max_size, stderrthreshold=args.stderrthreshold,
         alsologtostderrthreshold=args.alsologtostderrthreshold,
@@ -199,7 +226,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     if args.parallelism <= 0:
         args.parallelism = 16  # Karmada's parallelizer: 0 or less means its default
     if not 0 <= args.server_port <= 65535:
-        parser.error(f"--server-port: Invalid value: {args.server_port}: must be a valid port between 0 and 65535 inclusive")
+        parser.error(f"--server-port: Invalid value: {args.server_port}: "
+                     "must be a valid port between 0 and 65535 inclusive")
     if bool(args.grpc_auth_cert_file) != bool(args.grpc_auth_key_file):
         parser.error("--grpc-auth-cert-file and --grpc-auth-key-file must be given together")
     if args.max_concurrent_requests < 0:
@@ -216,14 +244,15 @@ def log_startup_notes(args: argparse.Namespace, gates: flags.FeatureGates, optio
     for gate in BEHAVIOUR_GATES:
         if not gates.enabled(gate):
             if gate in gates.explicit or "AllAlpha" in gates.explicit:
-                log.warning("feature gate %s is off, not honoured: this estimator always behaves as if it were on", gate)
+                log.warning("feature gate %s is off, not honoured: this estimator always behaves as if it were on",
+                            gate)
     other = sorted(g for g in gates.explicit
                    if g not in BEHAVIOUR_GATES and g not in ("AllAlpha", "AllBeta") and not g.startswith("Logging"))
     if other:
         log.info("feature gates %s concern other Karmada components; accepted, no effect here", ", ".join(other))
     if args.enable_pprof:
-        log.info("--enable-pprof: Go's pprof has no Python equivalent; nothing is served on --profiling-bind-address %s",
-                 args.profiling_bind_address)
+        log.info("--enable-pprof: Go's pprof has no Python equivalent; "
+                 "nothing is served on --profiling-bind-address %s", args.profiling_bind_address)
     if "log-flush-frequency" in given:
         log.info("--log-flush-frequency: every log line is written at once here; the setting has no effect")
     if options.info_buffer_size:
@@ -270,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return manifests_main(argv[1:])
     parser = build_parser()
     argv = flags.normalize_argv(argv, BOOL_FLAGS)
+    parser.json_errors = _wants_json(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # pflag's wording (Karmada's binary exits on these too)

@@ -94,7 +94,8 @@ class JsonFormatter(logging.Formatter):
     on errors), plus our "logger" and "level"."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict = {"ts": round(record.created * 1000, 3), "caller": _caller(record), "msg": record.getMessage().rstrip("\n")}
+        entry: dict = {"ts": round(record.created * 1000, 3), "caller": _caller(record),
+                       "msg": record.getMessage().rstrip("\n")}
         if record.levelno < logging.ERROR:
             entry["v"] = record_v(record)
         entry["logger"] = record.name

@@ -151,7 +151,8 @@ def test_feature_gates_resolve_as_karmadas_do():
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "estimator", "--cluster-name=m", f"--snapshot={DEMO / 'member-b.yaml'}",
+    snapshot = f"--snapshot={DEMO / 'member-b.yaml'}"
+    return subprocess.run([sys.executable, "-m", "estimator", "--cluster-name=m", snapshot,
                            "--server-port=0", "--metrics-bind-address=0", "--health-probe-bind-address=0", *args],
                           capture_output=True, text=True, timeout=120)
 
@@ -188,6 +189,14 @@ def test_bad_flags_exit_2_naming_the_flag(argv, named):
     assert result.returncode == 2, result.stderr
     for text in named:
         assert text in result.stderr, result.stderr
+
+
+def test_with_json_logging_a_flag_error_is_a_json_line_too():
+    result = run_cli("--logging-format=json", "--feature-gates=Warp=true")
+    assert result.returncode == 2
+    (entry,) = [json.loads(line) for line in result.stderr.splitlines()]
+    assert entry["level"] == "error" and "--feature-gates" in entry["msg"]
+    assert "unrecognized feature gate: Warp" in entry["msg"]
 
 
 # ---------------------------------------------------------------------------------------
