@@ -184,11 +184,24 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     (["--log_file_max_size=-1"], ["--log-file-max-size"]),
     (["--cluster"], ["unknown flag: --cluster"]),  # no abbreviations in pflag
 ])
-def test_bad_flags_exit_2_naming_the_flag(argv, named):
-    result = run_cli(*argv)
-    assert result.returncode == 2, result.stderr
+def test_bad_flags_exit_2_naming_the_flag(argv, named, capsys):
+    # In-process through the real entry point (every case fails before anything starts);
+    # the process-level exit status is checked below.
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--cluster-name=m", f"--snapshot={DEMO / 'member-b.yaml'}", "--server-port=0", *argv])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2, stderr
     for text in named:
-        assert text in result.stderr, result.stderr
+        assert text in stderr, stderr
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--feature-gates=AllAlpha=true,AllBeta=true,Warp=true"], "unrecognized feature gate: Warp"),
+    (["--v=4", "--nope"], "unknown flag: --nope"),
+])
+def test_the_process_exits_2(argv, named):
+    result = run_cli(*argv)
+    assert result.returncode == 2 and named in result.stderr, result.stderr
 
 
 def test_with_json_logging_a_flag_error_is_a_json_line_too():
