@@ -169,3 +169,13 @@ def test_a_reload_relist_is_not_lost_when_that_list_fails():
     assert client.list_calls >= 3
     assert reflector.lists == 2, "the initial list and the reload's relist both completed"
     assert not reflector.relist_pending
+
+
+def test_the_first_410_after_an_outage_relists_without_the_outages_backoff():
+    down = Unavailable("watch Pod: connection refused")
+    reflector, client, clock = run(lists=[None], watches=[down] * 5 + [[GONE], [BOOKMARK]], seconds=120)
+    # Five refused watches grew the backoff; the 410 once the server is back waits the
+    # first step only (0.8 s at most), not the sixth (25.6 s).
+    assert clock.waits[4] >= 0.8 * 2**4 / 2
+    assert clock.waits[5] <= 0.8
+    assert reflector.lists == 2

@@ -183,6 +183,10 @@ class Reflector:
         self.options = options or ReflectorOptions()
         self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng,
                                 reset_after=self.options.backoff_reset_after)
+        # 410s have their own backoff: the first relist after an outage (whose failures grew
+        # the main backoff) is not delayed by it, while 410s in a row still slow down.
+        self._gone_backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng,
+                                     reset_after=self.options.backoff_reset_after)
         self.resource_version = ""  # "" -> the next step is a (re)list
         self.synced = False  # listed once; stays true (client-go HasSynced)
         self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
@@ -261,7 +265,7 @@ class Reflector:
                 self.relists_gone += 1
                 self.resource_version = ""
                 log.info("%s: %s; relisting", self.kind, error)
-                delay = self._failed("gone", str(error), quiet=True)
+                delay = self._failed("gone", str(error), quiet=True, backoff=self._gone_backoff)
             except Silent as error:
                 self._client.fresh_connections()
                 if self._productive:
@@ -309,7 +313,8 @@ class Reflector:
     def _count_error(self, reason: str) -> None:
         self.errors[reason] = self.errors.get(reason, 0) + 1
 
-    def _failed(self, reason: str, message: str, level: int = logging.WARNING, quiet: bool = False) -> float:
+    def _failed(self, reason: str, message: str, level: int = logging.WARNING, quiet: bool = False,
+                backoff: Backoff | None = None) -> float:
         """Count a failure and return how long to wait before the next attempt.
 
         The backoff is not reset by a successful list or a short watch: only a stretch of
@@ -320,8 +325,9 @@ class Reflector:
         self.last_error = message
         if self.failing_since is None:
             self.failing_since = now
-        delay = self._backoff.next(now)
-        attempt = self._backoff.failures
+        backoff = backoff or self._backoff
+        delay = backoff.next(now)
+        attempt = backoff.failures
         if not quiet and (attempt & (attempt - 1)) == 0:  # 1st, 2nd, 4th, 8th, ... in a row
             log.log(level, "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
                     self.kind, message, delay, attempt)
