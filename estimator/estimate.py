@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from estimator.errors import NotReady
-from estimator.framework import EstimateContext, Framework, FrameworkResult
+from estimator.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
 from estimator.model import ComponentSetsQuery, ReplicasQuery, WorkloadRef
 from estimator.plugins.noderesource import NAME as NODE_RESOURCE, PACKING_MODES, NodeResourcePlugin
 from estimator.plugins.resourcequota import ResourceQuotaPlugin
@@ -32,6 +32,28 @@ class SetsEstimate:
     snapshot: ClusterSnapshot
     components: tuple[str, ...] = ()
     replicas: tuple[int, ...] = ()
+
+    @property
+    def bound(self) -> int | None:
+        """An upper bound on the answer no placement exceeds (None: not known).
+
+        The node-resource packing's bound, lowered by every other plugin's answer (a quota
+        count is exact: no packing gets past it). A member with no nodes: 0.
+        """
+        if self.outcome is None:
+            return self.sets  # no nodes: 0, and nothing does better
+        packing = getattr(self.outcome.results.get(NODE_RESOURCE), "detail", None)
+        bound = getattr(packing, "bound", -1)
+        if bound is None or bound < 0:
+            return None
+        for name, result in self.outcome.results.items():
+            if name != NODE_RESOURCE and result.code is not Code.NOOP:
+                bound = min(bound, max(result.value, 0))
+        return bound
+
+    @property
+    def proven_optimal(self) -> bool:
+        return self.bound is not None and self.sets >= self.bound
 
     def witness(self) -> dict[str, dict[str, int]] | None:
         """{component: {node: replicas}} placing all `sets` sets, from the node-resource packing.
@@ -59,12 +81,19 @@ class SetsEstimate:
 
 
 class Estimator:
-    def __init__(self, snapshots: SnapshotSource, packing: str = "best", framework: Framework | None = None):
+    def __init__(self, snapshots: SnapshotSource, packing: str = "best", framework: Framework | None = None,
+                 best_budget: float | None = DEFAULT_BEST_BUDGET):
         if packing not in PACKING_MODES:
             raise ValueError(f"packing must be one of {', '.join(PACKING_MODES)}, got {packing!r}")
+        if best_budget is not None and not best_budget >= 0:
+            raise ValueError(f"best_budget must be a number >= 0 or None, got {best_budget!r}")
         self._snapshots = snapshots
         self.packing = packing
+        self.best_budget = best_budget
         self.framework = framework or default_framework()
+
+    def _context(self, snapshot: ClusterSnapshot) -> EstimateContext:
+        return EstimateContext(snapshot, self.packing, self.best_budget)
 
     def snapshot(self) -> ClusterSnapshot:
         snapshot = self._snapshots()
@@ -76,14 +105,14 @@ class Estimator:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return 0, None
-        outcome = self.framework.run_replicas(EstimateContext(snapshot, self.packing), query)
+        outcome = self.framework.run_replicas(self._context(snapshot), query)
         return outcome.value, outcome
 
     def max_available_component_sets(self, query: ComponentSetsQuery) -> SetsEstimate:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return SetsEstimate(0, None, snapshot)
-        outcome = self.framework.run_components(EstimateContext(snapshot, self.packing), query)
+        outcome = self.framework.run_components(self._context(snapshot), query)
         names = tuple(c.name for c in query.components)
         replicas = tuple(c.replicas for c in query.components)
         return SetsEstimate(outcome.value, outcome, snapshot, names, replicas)

@@ -38,10 +38,16 @@ class PluginResult:
         return cls(NO_CONSTRAINT, Code.NOOP, reason)
 
 
+# Best mode's default work budget: its search after first-fit may take this many times
+# first-fit's own time in the request (kernels.best_sets).
+DEFAULT_BEST_BUDGET = 1.0
+
+
 @dataclass(frozen=True)
 class EstimateContext:
     snapshot: ClusterSnapshot
     packing: str = "best"  # "best" or "first-fit"
+    best_budget: float | None = DEFAULT_BEST_BUDGET  # None: search without a time limit
 
 
 class ReplicasPlugin(Protocol):

@@ -71,6 +71,25 @@ class EstimatorMetrics:
         self.cache_stale = Gauge(f"{SUBSYSTEM}_cache_stale", "1 while the cluster state is older than "
                                  "--max-staleness (readiness then fails); 0 otherwise or when unset.",
                                  registry=self.registry)
+        # How good component-set answers are: each comes with an upper bound (the fraction
+        # proven optimal is answers{optimality="proven"} / all answers).
+        self.sets_answers = Counter(f"{SUBSYSTEM}_component_sets_answers_total", "Component-set answers by "
+                                    "packing mode and whether their upper bound proves them optimal "
+                                    "(proven, unproven, unknown).", ["packing", "optimality"],
+                                    registry=self.registry)
+        self.sets_bound_gap = Histogram(f"{SUBSYSTEM}_component_sets_bound_gap_ratio", "For answers not proven "
+                                        "optimal: (upper bound - answer) / upper bound, the most they may miss.",
+                                        ["packing"], buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+                                        registry=self.registry)
+
+    def observe_optimality(self, packing: str, sets: int, bound: int | None) -> None:
+        if bound is None:
+            self.sets_answers.labels(packing, "unknown").inc()
+        elif sets >= bound:
+            self.sets_answers.labels(packing, "proven").inc()
+        else:
+            self.sets_answers.labels(packing, "unproven").inc()
+            self.sets_bound_gap.labels(packing).observe((bound - sets) / bound)
 
     def observe_request(self, kind: str, ok: bool, started: float) -> None:
         result = "success" if ok else "error"

@@ -45,6 +45,14 @@ def _reasons(outcome: FrameworkResult | None) -> str:
     return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "") for name, r in outcome.results.items())
 
 
+def _optimality(sets: int, bound: int | None) -> str:
+    if bound is None:
+        return "bound=unknown"
+    if sets >= bound:
+        return f"bound={bound} (proven optimal)"
+    return f"bound={bound} (may miss up to {bound - sets}, {(bound - sets) / bound:.1%})"
+
+
 def add_to_server(servicer: "EstimatorServicer", server: grpc.Server) -> None:
     """As the generated add_EstimatorServicer_to_server, with lenient request decoding: a body
     that does not decode reaches the servicer and gets INVALID_ARGUMENT, not gRPC's INTERNAL."""
@@ -108,10 +116,13 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
         if estimate.outcome is not None:
             self.metrics.observe_plugins(m.EXTENSION_COMPONENTS, estimate.outcome.durations)
+        bound = estimate.bound
+        self.metrics.observe_optimality(self.estimator.packing, estimate.sets, bound)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
         if log.isEnabledFor(logging.INFO):
-            log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s [%s] in %.3fms", obj, estimate.sets,
-                     self.estimator.packing, _reasons(estimate.outcome), (time.perf_counter() - started) * 1e3)
+            log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms", obj, estimate.sets,
+                     self.estimator.packing, _optimality(estimate.sets, bound), _reasons(estimate.outcome),
+                     (time.perf_counter() - started) * 1e3)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("MaxAvailableComponentSets object=%r placement of %d sets: %s", obj, estimate.sets,
                       estimate.witness())

@@ -75,3 +75,47 @@ def test_no_state_yet_is_not_ready():
 def test_a_member_without_nodes_answers_zero_before_any_plugin():
     estimate = Estimator(ClusterCache().snapshot).max_available_component_sets(train(1))
     assert (estimate.sets, estimate.outcome) == (0, None)
+
+
+def test_a_quota_that_binds_makes_the_answer_proven_optimal():
+    cache = ClusterCache()
+    cache.upsert_node(node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
+    cache.upsert_quota(quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
+                       .build())
+    for packing in ("best", "first-fit"):
+        estimate = Estimator(cache.snapshot, packing=packing).max_available_component_sets(train(1))
+        assert (estimate.sets, estimate.bound, estimate.proven_optimal) == (2, 2, True)
+
+
+def test_where_first_fit_strands_gpus_its_bound_says_how_far_it_may_be():
+    # First-fit's masters take pod slots of the gpu nodes (first in order), stranding a GPU
+    # per set; best puts them on the cpu node and reaches the bound (4 GPUs / 2 per set).
+    cache = ClusterCache()
+    cache.upsert_node(node("gpu-a").cpu(8).memory("64Gi").gpu(2).pods(2).build())
+    cache.upsert_node(node("gpu-b").cpu(8).memory("64Gi").gpu(2).pods(2).build())
+    cache.upsert_node(node("x-cpu").cpu(8).memory("64Gi").pods(10).build())
+    first_fit = Estimator(cache.snapshot, packing="first-fit").max_available_component_sets(train(1))
+    best = Estimator(cache.snapshot, packing="best", best_budget=None).max_available_component_sets(train(1))
+    assert (first_fit.sets, first_fit.bound, first_fit.proven_optimal) == (1, 2, False)
+    assert (best.sets, best.bound, best.proven_optimal) == (2, 2, True)
+    check_witness(best, train(1))
+
+
+def test_optimality_metrics_count_proven_and_unproven_answers():
+    from estimator.metrics import EstimatorMetrics
+
+    metrics = EstimatorMetrics()
+    metrics.observe_optimality("best", 5, 5)
+    metrics.observe_optimality("first-fit", 3, 4)
+    metrics.observe_optimality("first-fit", 3, None)
+    page = metrics.exposition().decode()
+    name = "karmada_scheduler_estimator_component_sets_answers_total"
+    assert f'{name}{{optimality="proven",packing="best"}} 1.0' in page
+    assert f'{name}{{optimality="unproven",packing="first-fit"}} 1.0' in page
+    assert f'{name}{{optimality="unknown",packing="first-fit"}} 1.0' in page
+    assert 'karmada_scheduler_estimator_component_sets_bound_gap_ratio_sum{packing="first-fit"} 0.25' in page
+
+
+def test_a_negative_best_budget_is_refused():
+    with pytest.raises(ValueError, match="best_budget"):
+        Estimator(ClusterCache().snapshot, best_budget=-1)

@@ -207,3 +207,28 @@ def test_first_fit_on_crowded_clusters_in_other_orders_equals_the_naive_rescan(c
     packing = firstfit.pack(left, requests, replicas, masks, np.array(order), node_order, lengths, MAX_INT32)
     expected = naive.first_fit(available, requests, replicas, masks, MAX_INT32, order, walks)
     assert (packing.sets, packing.placement.tolist(), left.tolist()) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.integers(-1, 2))
+def test_the_bound_is_never_below_the_optimum(case, first):
+    available, requests, replicas, masks, upper = case
+    optimum = naive.exhaustive(available, requests, replicas, masks, upper)[0]
+    first = min(first, len(replicas) - 1)
+    assert optimum <= kernels.set_bound(available, requests, replicas, masks, upper, first=first) <= upper
+    # Stopping at the first relaxation that reaches a feasible answer never cuts below it.
+    reach = naive.first_fit(available, requests, replicas, masks, upper)[0]
+    assert optimum <= kernels.set_bound(available, requests, replicas, masks, upper, reach=reach, first=first)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.sampled_from([0, 0.5, 4.0, None]))
+def test_best_with_any_budget_sits_between_first_fit_and_its_bound(case, budget):
+    available, requests, replicas, masks, upper = case
+    best = kernels.best_sets(available, requests, replicas, masks, upper, budget=budget)
+    first_fit = naive.first_fit(available, requests, replicas, masks, upper)[0]
+    optimum = naive.exhaustive(available, requests, replicas, masks, upper)[0]
+    assert first_fit <= best.sets <= optimum <= best.bound
+    assert naive.verify(available, requests, replicas, masks, best.sets, best.placement)
+    if budget == 0:
+        assert best.sets == first_fit  # no search: first-fit's answer, with its bound

@@ -7,7 +7,8 @@ component may use (filters already applied).
 
     sum_fit(available[N,K], request[K], mask[N]) -> int
     first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
-    best_sets(available, requests, replicas, masks, upper) -> Packing
+    best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound)
+    set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
     warmup() -> None
 
@@ -24,10 +25,10 @@ from ._arrays import Packing
 from ._numba import cache_note
 from .best import best_sets
 from .firstfit import first_fit_sets
-from .fit import sum_fit
+from .fit import set_bound, sum_fit
 from .witness import verify_placement
 
-__all__ = ["Packing", "best_sets", "cache_note", "first_fit_sets", "sum_fit", "verify_placement", "warmup"]
+__all__ = ["Packing", "best_sets", "cache_note", "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "warmup"]
 
 
 def warmup() -> None:
@@ -43,6 +44,7 @@ def warmup() -> None:
     replicas = np.array([1, 1], dtype=np.int64)
     masks = np.ones((2, 2), dtype=np.bool_)
     sum_fit(available, requests[0], masks[0])
+    set_bound(available, requests, replicas, masks, 4)
     packing = best_sets(available, requests, replicas, masks, 4)
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)

@@ -17,10 +17,17 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 
 class Packing(NamedTuple):
-    """`sets` complete sets; placement[c, n] = replicas of component c on node n over all of them."""
+    """`sets` complete sets; placement[c, n] = replicas of component c on node n over all of them.
+
+    `bound`: an upper bound on the sets any placement reaches (-1: not computed); the
+    answer is proven optimal when sets == bound. `limiting`: the component that could not
+    complete the next set (-1: none, or not known); its fits give the first bound to try.
+    """
 
     sets: int
     placement: np.ndarray
+    bound: int = -1
+    limiting: int = -1
 
 
 class Problem(NamedTuple):

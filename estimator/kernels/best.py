@@ -4,12 +4,11 @@ Steps, cheapest first. Every candidate placement is checked by `witness._verify`
 it counts, so every answer comes with a witness, and none is above a proven bound.
 
 1. Karmada's first-fit on a copy: the baseline.
-2. Upper bounds; the baseline is proven optimal as soon as it reaches one: `upper`; column
-   totals alone (fit._quick_bound, additions only: per component and column, what its
-   nodes hold / what it needs per set; per column, jointly over the nodes any requesting
-   component may use); per-node fits (fit._set_bound: per component, sum of its fits /
-   replicas; per column, sum over nodes of min(available, sum of fit x request) / what a
-   set needs; replica slots per node / replicas per set). U is the smallest.
+2. An upper bound U, cheapest first: the component that stopped first-fit, alone (sum of
+   its fits / replicas); then fit._bounds, one pass over the nodes: per component, sum of its fits
+   / replicas; per column, sum over nodes of min(available, sum of fit x request) / what
+   a set needs; replica slots per node / replicas per set). The baseline is proven
+   optimal as soon as it reaches U (or `upper`): most requests end here.
 3. Candidate orders, built once per call by counting sorts over the nodes where each
    component fits a replica:
    - component orders: as given; reversed; most constrained first (fewest sets it could
@@ -31,17 +30,24 @@ best mode on 0.05% (tight multi-resource knapsacks). At 10k nodes, 2 components 
 cpu-only master and gpu workers): ~0.3 ms when first-fit meets a bound, under 1 ms when
 it does not; random irregular clusters with 3 components take a few ms at worst.
 
+Work budget: steps 4-5 run only while the time since the start of the search stays within
+`budget` x first-fit's own time in this call (at least _MIN_SEARCH_SECONDS); a step is
+started only when the slowest step so far (at first: first-fit's time) still fits. The answer is first-fit's until a
+step improves it, so a budget only ever trades quality for time, never correctness.
+
 All packing runs on copies; `available` is never written.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 from ._arrays import Packing, problem, readonly
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
-from .fit import _fit_table, _quick_bound, _set_bound
+from .fit import bounds, component_bound
 from .witness import _verify
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -66,6 +72,8 @@ _CONTENTION_LEVELS = 8
 # Probes after k = U, and how many candidates each tries: bounds the worst case.
 _MAX_PROBES = 6
 _BISECTION_CANDIDATES = 1
+# A tiny problem's first-fit takes microseconds; its search may still take this long.
+_MIN_SEARCH_SECONDS = 100e-6
 
 
 @kernel
@@ -132,10 +140,33 @@ def _component_order(name: str, replicas: np.ndarray, fits: np.ndarray) -> np.nd
 class _Search:
     """Candidate packings for one best_sets call; keeps the best verified one."""
 
-    def __init__(self, available, requests, replicas, masks, fits, bound, baseline: Packing):
+    def __init__(self, available, requests, replicas, masks, fits, bound, baseline: Packing, allowance=None,
+                 step_guess: float = 0.0):
         self.available, self.requests, self.replicas, self.masks = available, requests, replicas, masks
         self.fits, self.bound, self.best = fits, bound, baseline
         self._orders: dict = {}
+        # Seconds the search may take (None: no limit), and the slowest step so far.
+        self._allowance = allowance
+        self._started = time.perf_counter()
+        self._slowest = step_guess  # before the first step: about a first-fit pass
+        self.steps = 0
+        self.stopped = False  # the budget ended the search early
+
+    def _may_step(self) -> bool:
+        if self._allowance is None:
+            return True
+        now = time.perf_counter()
+        if now - self._started + self._slowest > self._allowance:
+            self.stopped = True
+            return False
+        return True
+
+    def _timed(self, step, *args):
+        started = time.perf_counter()
+        result = step(*args)
+        self._slowest = max(self._slowest, time.perf_counter() - started)
+        self.steps += 1
+        return result
 
     def _candidate(self, name: str, kind: int):
         key = (name, kind)
@@ -161,50 +192,64 @@ class _Search:
         got = pack(available, self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
         self._offer(got.sets, got.placement)
 
+    def _exactly_with(self, k: int, name: str, kind: int) -> bool:
+        order, node_order, lengths = self._candidate(name, kind)
+        got = pack(self.available.copy(), self.requests, self.replicas * k, self.masks, order, node_order, lengths, 1)
+        return got.sets == 1 and self._offer(k, got.placement)
+
     def _exactly(self, k: int, candidates) -> bool:
-        """Place k sets in bulk with the first candidate order that manages it."""
+        """Place k sets in bulk with the first candidate order that manages it (in budget)."""
         if k > INT64_MAX // max(int(self.replicas.max()), 1):
             return False
-        scaled = self.replicas * k
         for name, kind in candidates:
-            order, node_order, lengths = self._candidate(name, kind)
-            got = pack(self.available.copy(), self.requests, scaled, self.masks, order, node_order, lengths, 1)
-            if got.sets == 1 and self._offer(k, got.placement):
+            if not self._may_step():
+                return False
+            if self._timed(self._exactly_with, k, name, kind):
                 return True
         return False
 
     def run(self) -> Packing:
-        self._set_by_set(*SET_BY_SET_CANDIDATE)
+        if not self._may_step():
+            return self.best
+        self._timed(self._set_by_set, *SET_BY_SET_CANDIDATE)
         if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES):
             return self.best
         low, high = self.best.sets, self.bound - 1  # low has a witness; high is the next hope
         for _ in range(_MAX_PROBES):
-            if low >= high:
+            if low >= high or self.stopped:
                 break
             mid = (low + high + 1) // 2
             if self._exactly(mid, BULK_CANDIDATES[:_BISECTION_CANDIDATES]):
                 low = mid
-            else:
+            elif not self.stopped:
                 high = mid - 1
         return self.best
 
 
-def best_sets(available, requests, replicas, masks, upper) -> Packing:
+def best_sets(available, requests, replicas, masks, upper, budget: float | None = None) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
-    Does not modify `available`. The returned placement passes `verify_placement`.
+    `budget`: None searches without a time limit; a number b >= 0 lets the search after
+    first-fit take b x first-fit's time in this call (module docstring). The result's
+    `bound` is an upper bound on what any placement reaches. Does not modify `available`;
+    the returned placement passes `verify_placement`.
     """
+    if budget is not None and not (budget >= 0):  # also refuses NaN
+        raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
     p = problem(available, requests, replicas, masks, upper, in_place=False)
+    started = time.perf_counter()
     baseline = karmada_first_fit(p.available.copy(), p.requests, p.replicas, p.masks, p.upper)
+    first_fit_seconds = time.perf_counter() - started
     if baseline.sets >= p.upper:
-        return baseline
-    bound = int(_quick_bound(p.available, p.requests, p.replicas, p.masks, p.upper))
+        return baseline._replace(bound=p.upper)
+    quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
+    if baseline.sets >= quick:
+        return baseline._replace(bound=quick)
+    bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
     if baseline.sets >= bound:
-        return baseline
-    fits = np.empty(p.masks.shape, dtype=np.int64)
-    _fit_table(p.available, p.requests, p.masks, fits)
-    fits = readonly(fits)
-    bound = min(bound, int(_set_bound(p.available, p.requests, p.replicas, fits, p.upper)))
-    if baseline.sets >= bound:
-        return baseline
-    return _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline).run()
+        return baseline._replace(bound=bound)
+    if budget == 0:
+        return baseline._replace(bound=bound)
+    allowance = None if budget is None else budget * max(first_fit_seconds, _MIN_SEARCH_SECONDS)
+    search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance, first_fit_seconds)
+    return search.run()._replace(bound=bound)

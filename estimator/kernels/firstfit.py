@@ -41,6 +41,9 @@ from ._numba import kernel
 # Products of two values up to 2**31 - 1 fit in int64: multiply-and-compare then replaces a
 # division on the common path.
 _SMALL = 2**31 - 1
+# So do a value below 2**16 and one below 2**47 (memory requests in bytes are above 2**31,
+# a fit bounded by the pod slots is below 2**16).
+_FEW, _HUGE = 2**16, 2**47
 _MAX_BACKOFF = 7
 _NO_NODE_ORDER = np.zeros((0, 0), dtype=np.int64)
 _NO_LENGTHS = np.zeros(0, dtype=np.int64)
@@ -62,7 +65,7 @@ def _take(available: np.ndarray, requests: np.ndarray, c: int, n: int, want: int
                 return 0
             if r == 1:
                 f = min(f, a)
-            elif f > _SMALL or r > _SMALL:
+            elif (f > _SMALL or r > _SMALL) and (f >= _FEW or r >= _HUGE):
                 f = min(f, a // r)
             elif f * r > a:
                 f = a // r
@@ -163,7 +166,7 @@ def _bulk(
                 a = available[n, k]
                 if d == 1:
                     t = min(t, a)
-                elif t > _SMALL or d > _SMALL:
+                elif (t > _SMALL or d > _SMALL) and (t >= _FEW or d >= _HUGE):
                     t = min(t, a // d)
                 elif t * d > a:
                     t = a // d
@@ -314,12 +317,14 @@ def _first_fit(
     lengths: np.ndarray,
     upper: int,
     placement: np.ndarray,
+    failed: np.ndarray,
 ) -> int:
     """Pack sets until one fails or `upper` are placed; return how many were complete.
 
     order: components in packing order. node_order[c, :lengths[c]]: the nodes component c
     walks, in order; with zero rows, every component walks all nodes by index.
-    Consumes `available`; adds complete sets only to `placement` (zeroed by the caller).
+    Consumes `available`; adds complete sets only to `placement` (zeroed by the caller);
+    failed[0] = the component that could not complete a set (left as is if none).
     """
     n_req, n_cols = requests.shape
     n_nodes = available.shape[0]
@@ -370,6 +375,7 @@ def _first_fit(
             if remaining > 0:
                 # The partial set's consumption stays in `available`, as in Go.
                 _unplace(replicas, order, node_order, lengths, i, start_at, start_held, pointer, placement)
+                failed[0] = c
                 return sets
             if used > 1:
                 single[c] = -2
@@ -395,6 +401,7 @@ def _first_fit(
 def pack(available, requests, replicas, masks, order, node_order, lengths, upper) -> Packing:
     """`_first_fit` on already-validated arrays (consumes `available`)."""
     placement = np.zeros(masks.shape, dtype=np.int64)
+    failed = np.full(1, -1, dtype=np.int64)
     sets = _first_fit(
         available,
         readonly(requests),
@@ -405,8 +412,9 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
         readonly(lengths),
         upper,
         placement,
+        failed,
     )
-    return Packing(int(sets), placement)
+    return Packing(int(sets), placement, limiting=int(failed[0]))
 
 
 def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import amounts, check_available, check_request_rows, flags, readonly
+from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
 from ._numba import kernel
 
 INT64_MAX = np.iinfo(np.int64).max
 _SMALL = 2**31 - 1  # two values up to this multiply without overflow
+_FEW, _HUGE = 2**16, 2**47  # and so do one below 2**16 and one below 2**47
 
 
 @kernel
@@ -26,7 +27,7 @@ def _node_fit(available: np.ndarray, n: int, request: np.ndarray) -> int:
             a = available[n, k]
             if r == 1:
                 best = min(best, a)
-            elif best > _SMALL or r > _SMALL:
+            elif (best > _SMALL or r > _SMALL) and (best >= _FEW or r >= _HUGE):
                 best = min(best, a // r)
             elif best * r > a:
                 best = a // r
@@ -43,15 +44,6 @@ def _sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> in
                 return INT64_MAX
             total += f
     return total
-
-
-@kernel
-def _fit_table(available: np.ndarray, requests: np.ndarray, masks: np.ndarray, out: np.ndarray) -> None:
-    """out[c, n] = fit of one replica of c on n, 0 where c may not run."""
-    for c in range(requests.shape[0]):
-        row = requests[c]
-        for n in range(available.shape[0]):
-            out[c, n] = _node_fit(available, n, row) if masks[c, n] else 0
 
 
 @kernel
@@ -82,51 +74,19 @@ def _bound(supply: int, demand: int, bound: int) -> int:
 
 
 @kernel
-def _quick_bound(
-    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int
+def _bounds(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int, fits: np.ndarray
 ) -> int:
-    """A bound on complete sets from column totals alone (additions, no division per node).
+    """fits[c, n] = fit of one replica of c on n (0 where c may not run), and an upper
+    bound on the complete sets any placement can reach, in one pass over the nodes.
 
-    Per component and column: what its nodes hold / what it needs per set; per column,
-    jointly: what the nodes any requesting component may use hold / what a set needs.
-    """
-    n_comp, n_cols = requests.shape
-    held = np.zeros((n_comp, n_cols), np.int64)
-    joint = np.zeros(n_cols, np.int64)
-    for n in range(available.shape[0]):
-        for k in range(n_cols):
-            a = available[n, k]
-            wanted = False
-            for c in range(n_comp):
-                if replicas[c] > 0 and masks[c, n] and requests[c, k] > 0:
-                    held[c, k] = _add(held[c, k], a)
-                    wanted = True
-            if wanted:
-                joint[k] = _add(joint[k], a)
-    bound = upper
-    for c in range(n_comp):
-        for k in range(n_cols):
-            r = requests[c, k]
-            if r > 0 and replicas[c] > 0:
-                need = INT64_MAX if replicas[c] > INT64_MAX // r else replicas[c] * r
-                bound = _bound(held[c, k], need, bound)
-    for k in range(n_cols):
-        bound = _bound(joint[k], _demand(requests, replicas, k), bound)
-    return bound
-
-
-@kernel
-def _set_bound(
-    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, fits: np.ndarray, upper: int
-) -> int:
-    """An upper bound on the number of complete sets that any placement can reach.
-
-    Per component: floor(sum of its per-node fits / replicas). Per column k, jointly: a node
-    can give a set at most min(available[n, k], sum over c of fit(c, n) * requests[c, k]),
-    and a set needs sum over c of replicas[c] * requests[c, k]. Replica slots: a node holds
-    at most available[n, k] // (smallest request for k) replicas in any column k that every
-    component fitting there asks for (pods always), and a set has sum(replicas) replicas;
-    this is the bound that sees 3 + 3 cpu do not share a 5-cpu node.
+    Relaxations (each drops a constraint of the packing, so none is below the optimum):
+    - per component: floor(sum of its per-node fits / replicas);
+    - per column k, jointly: a node gives a set at most min(available[n, k], sum over c
+      of fit(c, n) * requests[c, k]); a set needs sum over c of replicas[c] * requests[c, k];
+    - replica slots: a node holds at most available[n, k] // (smallest request for k)
+      replicas in any column k that every component fitting there asks for (pods always),
+      and a set has sum(replicas) replicas; this one sees 3 + 3 cpu not sharing 5 cpu.
     """
     n_comp, n_cols = requests.shape
     fit_sum = np.zeros(n_comp, np.int64)
@@ -139,10 +99,16 @@ def _set_bound(
         per_set[0] = _add(per_set[0], replicas[c])
     for n in range(available.shape[0]):
         fitting[0] = 0
+        any_fit = False
         for c in range(n_comp):
-            if replicas[c] > 0:
-                fit_sum[c] = _add(fit_sum[c], fits[c, n])
-                fitting[0] = _add(fitting[0], fits[c, n])
+            f = _node_fit(available, n, requests[c]) if masks[c, n] else 0
+            fits[c, n] = f
+            if replicas[c] > 0 and f > 0:
+                fit_sum[c] = _add(fit_sum[c], f)
+                fitting[0] = _add(fitting[0], f)
+                any_fit = True
+        if not any_fit:
+            continue
         node_slots = fitting[0]
         for k in range(n_cols):
             usable = 0
@@ -159,7 +125,7 @@ def _set_bound(
                 a = available[n, k]
                 if smallest == 1:
                     node_slots = min(node_slots, a)
-                elif node_slots > _SMALL or smallest > _SMALL:
+                elif (node_slots > _SMALL or smallest > _SMALL) and (node_slots >= _FEW or smallest >= _HUGE):
                     node_slots = min(node_slots, a // smallest)
                 elif node_slots * smallest > a:
                     node_slots = a // smallest
@@ -171,6 +137,39 @@ def _set_bound(
     for k in range(n_cols):
         bound = _bound(supply[k], _demand(requests, replicas, k), bound)
     return _bound(slots[0], per_set[0], bound)
+
+
+def bounds(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int):
+    """(bound, fits) on validated arrays: see `_bounds`. All replicas 0: every set is empty."""
+    fits = np.empty(masks.shape, dtype=np.int64)
+    if not replicas.any():
+        fits[:] = 0
+        return upper, readonly(fits)
+    bound = int(_bounds(available, requests, replicas, masks, upper, fits))
+    return bound, readonly(fits)
+
+
+def component_bound(available, requests, replicas, masks, c: int, upper: int) -> int:
+    """min(upper, sum of c's fits // replicas[c]): one fit per node, the cheapest relaxation."""
+    if c < 0 or replicas[c] == 0:
+        return upper
+    return min(upper, int(_sum_fit(available, requests[c], masks[c])) // int(replicas[c]))
+
+
+def set_bound(available, requests, replicas, masks, upper, reach: int = -1, first: int = -1) -> int:
+    """An upper bound on the complete sets any placement reaches (<= upper); see `_bounds`.
+
+    Cheapest first: component `first` alone (e.g. `Packing.limiting`), and when that comes
+    down to `reach` (an answer already shown feasible, so no bound is below it) the full
+    pass is skipped.
+    """
+    p = problem(available, requests, replicas, masks, upper, in_place=False)
+    if not -1 <= first < p.replicas.shape[0]:
+        raise ValueError(f"first must be -1 or a component index, got {first}")
+    bound = component_bound(p.available, p.requests, p.replicas, p.masks, first, p.upper)
+    if bound <= reach:
+        return bound
+    return min(bound, bounds(p.available, p.requests, p.replicas, p.masks, p.upper)[0])
 
 
 def sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:

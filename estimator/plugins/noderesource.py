@@ -2,7 +2,8 @@
 
 Mirrors Karmada's NodeResourceEstimator. Work that depends only on the request (columns,
 request rows, node masks) is done once here; the per-node arithmetic runs in kernels over
-a private copy of just the columns the request needs.
+a private copy of just the columns the request needs. A component-sets answer carries an
+upper bound (`Packing.bound`, in both modes), so it says whether it is proven optimal.
 """
 
 from __future__ import annotations
@@ -101,9 +102,14 @@ class NodeResourcePlugin:
         _deduct_assumed(snapshot, available, query.assumed, index)
         arrays = _Packing(snapshot, query.components, index)
         if ctx.packing == "first-fit":
+            before = available.copy()  # first-fit consumes its copy; the bound needs the start
             packing = kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+            bound = kernels.set_bound(before, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
+                                      reach=packing.sets, first=packing.limiting)
+            packing = packing._replace(bound=bound)
         else:
-            packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+            packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
+                                        budget=ctx.best_budget)
         if packing.sets == 0:
             return PluginResult(0, Code.UNSCHEDULABLE, REASON_NO_RESOURCES, detail=packing)
         return PluginResult(packing.sets, detail=packing)
