@@ -42,6 +42,9 @@ from scheduler_client.merge import merge
 from scheduler_client.policy import DUPLICATED, AffinityTerm, Placement
 
 MAX_INT32 = 2**31 - 1
+# What the ranking numbers are: complete component sets (the one-member path), free pods
+# (MaxAvailableReplicas with no requirements), or nothing (not a workload: MaxInt32 for all).
+RANK_SETS, RANK_PODS, RANK_NONE = "component sets", "free pods", "none"
 PATH_A, PATH_B, PATH_C = "a", "b", "c"
 # Kinds Karmada's built-in interpreter also reads with replicaResource (GetReplicas).
 _REPLICA_KINDS = frozenset({"FlinkDeployment"})
@@ -88,10 +91,11 @@ class KarmadaOutcome:
     affinity_term: str
     paths: tuple[PathNote, ...]
     order: tuple[str, ...]  # feasible members of the deciding term, in Karmada's order
-    sets: Mapping[str, int]  # what Karmada ranked them by (sets, or MaxInt32 when not a workload)
+    sets: Mapping[str, int]  # what Karmada ranked them by, in `ranked_by` units
     accurate_dropped: bool
     exact: bool = True
     caveat: str = ""
+    ranked_by: str = ""  # RANK_SETS, RANK_PODS or RANK_NONE
 
 
 @dataclass
@@ -104,6 +108,7 @@ class _Term:
     dropped: bool = False
     exact: bool = True
     caveat: str = ""
+    ranked_by: str = ""
 
 
 def is_workload(job: Job, gates: Mapping[str, bool]) -> bool:
@@ -215,7 +220,9 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
     dropped, failing = False, []
     if not workload:
         sets = {n: MAX_INT32 for n in names}
+        out.ranked_by = RANK_NONE
     elif applicable:
+        out.ranked_by = RANK_SETS
         general = {m.name: general_sets(m, job, inp.gates) for m in feasible}
         with_accurate = dict(general)
         if inp.accurate_enabled:
@@ -228,6 +235,7 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
         sets = general if dropped else with_accurate
     else:
         # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
+        out.ranked_by = RANK_PODS
         sets = {m.name: min(m.summary.allowed_pods(), MAX_INT32) if m.summary else 0 for m in feasible}
         if inp.accurate_enabled:
             out.caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
@@ -336,4 +344,4 @@ def outcome(inp: KarmadaInput) -> KarmadaOutcome:
                   + (f"; {caveat}" if caveat else ""))
     error = first.error if chosen.error is not None else None
     return KarmadaOutcome(chosen.targets if error is None else (), error, chosen_name, tuple(chosen.paths),
-                          chosen.order, chosen.sets, chosen.dropped, chosen.exact, caveat)
+                          chosen.order, chosen.sets, chosen.dropped, chosen.exact, caveat, chosen.ranked_by)

@@ -246,9 +246,9 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
         if outcome.accurate_dropped:
             for row in rows:
                 _drop_accurate(row)
-        for row in rows:
-            if outcome.sets.get(row.member.name, karmada.MAX_INT32) != karmada.MAX_INT32:
-                row.sets = outcome.sets[row.member.name]
+        if outcome.ranked_by == karmada.RANK_SETS:
+            for row in rows:
+                row.sets = outcome.sets.get(row.member.name, row.sets)
     chosen_names = {t.name for t in targets}
 
     results = []
@@ -268,7 +268,9 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             verdict = TOO_SMALL
         reasons = _reasons(row, verdict, chosen_term, options.strategy)
         if compatible and verdict == CHOSEN:
-            reasons = (f"Karmada's target: {row.sets} set(s) as Karmada counts them; "
+            counted = f"{row.sets} set(s) as Karmada counts them" if outcome.ranked_by == karmada.RANK_SETS else \
+                f"Karmada ranked members by {outcome.ranked_by}, not by sets"
+            reasons = (f"Karmada's target: {counted}; "
                        + ("; ".join(p.text for p in outcome.paths) or "first in (score, available sets, name) order "
                           "among members with at least one set"),) + reasons[1:]
         results.append(MemberResult(

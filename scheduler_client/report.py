@@ -5,7 +5,8 @@ JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"ge
 "verdict", "estimateReasons"}], "selected": name|null, "targets": [{"name", "replicas"}],
 "karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas"}], "error": text|null,
 "affinityTerm", "paths": [{"path": "a"|"b"|"c", "decisive", "text"}], "order": [names],
-"sets": {name: n}, "accurateDropped", "exact", "caveat"}, "warnings": [...], "strategy",
+"sets": {name: n}, "rankedBy": "component sets"|"free pods"|"none", "accurateDropped", "exact",
+"caveat"}, "warnings": [...], "strategy",
 "affinityTerm"}. An estimate of -1 means "this estimator does not know"; null, not asked.
 
 `targets` is this tool's answer: Karmada's own targets under --karmada-compatible, else the
@@ -56,6 +57,7 @@ def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
         "paths": [{"path": p.path, "decisive": p.decisive, "text": p.text} for p in k.paths],
         "order": list(k.order),
         "sets": dict(k.sets),
+        "rankedBy": k.ranked_by,
         "accurateDropped": k.accurate_dropped,
         "exact": k.exact,
         "caveat": k.caveat,

@@ -312,3 +312,12 @@ def test_a_member_failing_several_filters_is_counted_once_and_the_ambiguity_is_s
     assert error.startswith("0/1 clusters are available: 1 cluster(s) ") and error.count("cluster(s)") == 1
     assert "member-a: cluster(s) had untolerated taint {k:NoSchedule}; cluster(s) did not match" in \
         result.karmada.caveat
+
+
+def test_a_copy_everywhere_ranks_by_free_pods_and_members_keep_their_sets():
+    # Not the one-member path: Karmada ranks by MaxAvailableReplicas (free pods: b 330, a 110,
+    # c 110); the table's sets stay complete sets (general 0/1/1, accurate 0/0/1).
+    result = run({"replicaScheduling": AGGREGATED}, ALL_ACCURATE)
+    assert result.karmada.ranked_by == "free pods"
+    assert dict(result.karmada.sets) == {"member-a": 110, "member-b": 330, "member-c": 110}
+    assert {m.name: m.sets for m in result.members} == {"member-a": 0, "member-b": 0, "member-c": 1}
