@@ -179,3 +179,13 @@ def test_the_first_410_after_an_outage_relists_without_the_outages_backoff():
     assert clock.waits[4] >= 0.8 * 2**4 / 2
     assert clock.waits[5] <= 0.8
     assert reflector.lists == 2
+
+
+def test_a_kind_failing_for_long_is_logged_loudly_but_not_on_every_retry(caplog):
+    down = Unavailable("watch Pod: connection refused")
+    with caplog.at_level("ERROR", logger="estimator.watch"):
+        run(lists=[None], watches=[down], seconds=400)
+    loud = [r for r in caplog.records if r.levelname == "ERROR" and "has been failing for" in r.getMessage()]
+    # Once past a minute, then again five minutes later: twice in 400 s.
+    assert len(loud) == 2, [r.getMessage() for r in loud]
+    assert "connection refused" in loud[0].getMessage()
