@@ -71,3 +71,37 @@ e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD
 
 e2e: $(STAMP) e2e-kube e2e-karmada
 	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness
+
+# Karmada's peers (see e2e/karmada/README.md): its scheduler-estimator at both versions, and our
+# Go programs that call estimators and schedule through Karmada's own code. Built once per
+# version into .e2e/bin/; a second run reuses them. GONOSUMDB: the checksum DB does not know
+# every Karmada release the proxy serves.
+KARMADA_GO := GONOSUMDB=github.com/karmada-io/karmada $(E2E_GO)
+KARMADA_SRC := $(wildcard e2e/karmada/internal/*/*.go)
+karmada-pin = test "$$(go list -m -f '{{.Version}}' github.com/karmada-io/karmada)" = "$(1)" \
+  || { echo "$$PWD/go.mod pins a different Karmada than $(1) (e2e/versions.mk)"; exit 2; }
+.PHONY: e2e-karmada
+
+$(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
+
+$(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_OLD_VERSION): e2e/karmada-v1.16/go.mod e2e/karmada-v1.16/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada-v1.16 && $(call karmada-pin,$(KARMADA_OLD_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
+
+$(E2E_BIN)/estclient-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk $(KARMADA_SRC) $(wildcard e2e/karmada/cmd/estclient/*.go)
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/estclient
+
+$(E2E_BIN)/karmada-schedule-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk $(KARMADA_SRC) $(wildcard e2e/karmada/cmd/karmada-schedule/*.go)
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/karmada-schedule
+
+e2e-karmada: $(addprefix $(E2E_BIN)/,karmada-scheduler-estimator-$(KARMADA_VERSION) karmada-scheduler-estimator-$(KARMADA_OLD_VERSION) estclient-$(KARMADA_VERSION) karmada-schedule-$(KARMADA_VERSION))
+
+# Checks of our Go programs against our estimator (e2e/karmada/test_karmada_programs.py).
+.PHONY: e2e-karmada-check
+e2e-karmada-check: $(STAMP) e2e-karmada
+	$(PY) -m pytest -q -p no:cacheprovider e2e/karmada
+e2e: e2e-karmada-check
