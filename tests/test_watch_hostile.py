@@ -228,3 +228,43 @@ def test_no_accepted_pod_stalls_the_reflector_or_moves_other_numbers(hostile, in
     assert _view(final, "n0") == {**N1, "cpu": 7500, "memory": 31 * GI, "pods": 109}
     assert final.node_names == ("n0", "n1"), "a pod on an unknown node leaves no row once deleted"
     assert reflector.lists == 1 and not reflector.errors
+
+
+@st.composite
+def accepted_nodes(draw, index: int):
+    """A node the API server would store: any allocatable amounts its quantities allow,
+    any label map and taints, unknown fields, optional fields left out."""
+    node = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": f"h{index}", "resourceVersion": str(20 + index)}}
+    size = draw(st.sampled_from([0, 1, 2000]))
+    if size:
+        node["metadata"]["labels"] = {f"k{j}.example.com/key-{j}": "v" * 63 for j in range(size)}
+    if draw(st.booleans()):
+        node["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}], **_unknown(draw)}
+    allocatable = draw(RESOURCE_LIST)
+    if allocatable is not None:
+        node["status"] = {"allocatable": allocatable, **_unknown(draw)}
+    if draw(st.booleans()):
+        node.update(_unknown(draw))
+    return node
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(*[accepted_nodes(i) for i in range(n)])))
+def test_no_accepted_node_stalls_the_reflector_or_moves_other_numbers(hostile):
+    cache = ClusterCache()
+    benign = [node_object("n0"), node_object("n1")]
+    cache.upsert_pod(pod_object("shop", "on-n1", node="n1", cpu="1", memory="1Gi"))
+    events = [{"type": "MODIFIED", "object": node} for node in hostile]
+    events.append({"type": "ADDED", "object": node_object("n2")})  # after every hostile event
+    events += [{"type": "DELETED", "object": node} for node in hostile]
+    spec = next(s for s in KIND_SPECS if s.kind == "Node")
+    reflector = Reflector(spec, ScriptedClient(benign + list(hostile), events), cache, TokenBucket(0, 1),
+                          threading.Event(), ReflectorOptions(min_watch_seconds=0))
+    reflector._list()
+    assert _view(cache.snapshot(), "n1") == {**N1, "cpu": 7000, "memory": 31 * GI, "pods": 109}
+    assert reflector._watch()
+    final = cache.snapshot()
+    assert final.node_names == ("n0", "n1", "n2")
+    assert _view(final, "n0") == N1 and _view(final, "n2") == N1
+    assert _view(final, "n1") == {**N1, "cpu": 7000, "memory": 31 * GI, "pods": 109}
+    assert reflector.lists == 1 and not reflector.errors
