@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--packing", choices=PACKING_MODES, default="best",
                       help="best: verified best packing, never below first-fit (default); "
                            "first-fit: Karmada's algorithm, same answers as the Go estimator.")
+    ours.add_argument("--best-budget", type=float, default=1.0, metavar="X",
+                      help="--packing best: after first-fit's answer, search for a better one for at most X times "
+                           "first-fit's own time (default 1; 0: first-fit's answer; inf: no limit).")
     ours.add_argument("--max-concurrent-requests", type=int, default=64,
                       help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
                            "(a bounded queue, not one that grows); 0: no limit.")
@@ -236,6 +239,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
         parser.error("--max-request-bytes must be > 0")
     if not args.kube_api_qps >= 0:
         parser.error("--kube-api-qps must be >= 0")
+    if not args.best_budget >= 0:
+        parser.error(f"--best-budget must be a number >= 0 (inf: no limit), got {args.best_budget}")
 
 
 def log_startup_notes(args: argparse.Namespace, gates: flags.FeatureGates, options: flags.LogOptions,
@@ -326,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics_bind_address=args.metrics_bind_address,
         parallelism=args.parallelism,
         packing=args.packing,
+        best_budget=args.best_budget,
         grpc_auth_cert_file=args.grpc_auth_cert_file,
         grpc_auth_key_file=args.grpc_auth_key_file,
         grpc_client_ca_file=args.grpc_client_ca_file,

@@ -41,6 +41,7 @@ class ServerConfig:
     metrics_bind_address: str = ":8080"
     parallelism: int = 16
     packing: str = "best"
+    best_budget: float | None = 1.0  # best mode's search, x first-fit's time (None: no limit)
     grpc_auth_cert_file: str = ""
     grpc_auth_key_file: str = ""
     grpc_client_ca_file: str = ""
@@ -98,7 +99,7 @@ class EstimatorServer:
         self.state = state
         self.metrics = EstimatorMetrics()
         self.metrics.register_state(state)
-        self.estimator = Estimator(self._ready_snapshot, packing=config.packing)
+        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget)
         self.kernels_warm = False
         self._ready = False  # readiness: can estimate, and not draining
         self._can_estimate = False  # state synced and kernels warm
