@@ -8,12 +8,13 @@ status.apiEnablements. `to_cluster_object` writes the same shape back (karmada-p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from estimator.model import Taint
 from estimator.resources import MAX_INT64, QuantityError, parse_quantity, quantity_to_int
-from scheduler_client.general import ResourceSummary
+from scheduler_client.general import ResourceSummary, memory_like
 from scheduler_client.resourcemodels import GradeCount, ModelRange, ResourceModel, standardize
 from scheduler_client.wire import quantity_string
 
@@ -77,6 +78,14 @@ def _upper_bound(name: str, value: Any, field: str) -> int:
         except QuantityError:
             pass
         raise
+
+
+_BINARY_SUFFIX = re.compile(r"(Ki|Mi|Gi|Ti|Pi|Ei)\s*$")
+
+
+def _binary_format(value: Any) -> bool:
+    """Go's resource.ParseQuantity gives BinarySI only for a Ki..Ei suffix."""
+    return isinstance(value, str) and bool(_BINARY_SUFFIX.search(value))
 
 
 def _resource_list(value: Any, field: str) -> dict[str, int]:
@@ -160,6 +169,8 @@ def parse_cluster(obj: Any) -> ClusterObject:
             _resource_list(raw.get("allocatable"), "status.resourceSummary.allocatable"),
             _resource_list(raw.get("allocated"), "status.resourceSummary.allocated"),
             _resource_list(raw.get("allocating"), "status.resourceSummary.allocating"),
+            decimal_format=frozenset(str(n) for n, v in _mapping(raw.get("allocatable"), "allocatable").items()
+                                     if n != "cpu" and not _binary_format(v)),
         )
         counts = _grade_counts(raw.get("allocatableModelings"), "status.resourceSummary.allocatableModelings")
     return ClusterObject(
@@ -176,8 +187,18 @@ def parse_cluster(obj: Any) -> ClusterObject:
     )
 
 
+def _binary_string(amount: int) -> str | None:
+    for suffix, unit in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if amount >= unit and amount % unit == 0:
+            return f"{amount // unit}{suffix}"
+    return None
+
+
 def _quantities(amounts: Mapping[str, int]) -> dict[str, str]:
-    return {name: quantity_string(name, amount) for name, amount in sorted(amounts.items())}
+    # Memory-like amounts in a binary format, as Karmada's status controller writes them:
+    # Karmada's general estimator reads a decimal one in thousandths.
+    return {name: (memory_like(name) and _binary_string(amount)) or quantity_string(name, amount)
+            for name, amount in sorted(amounts.items())}
 
 
 def to_cluster_object(name: str, labels: Mapping[str, str], models: Sequence[ResourceModel],

@@ -10,6 +10,9 @@
 Where Karmada answers 0 because it cannot see (no resource summary; models that do not
 describe a requested resource, scenario failure 3), we answer -1, "unknown", with the
 reason, so the minimum over estimators ignores it; `karmada_compatible=True` gives Karmada's 0.
+It also counts amounts as Karmada does by their written format (karmada_units): a decimal-
+format memory allocatable or a memory request that is not a multiple of 1Ki is off by 1000
+in Karmada's summary path.
 
 Pure: amounts are int64 (cpu in millicores); the only non-Python work is the first-fit
 kernel from estimator.kernels, the same one the accurate estimator uses.
@@ -24,7 +27,7 @@ import numpy as np
 
 from estimator import kernels
 from estimator.model import Component
-from estimator.resources import MAX_INT32, PODS
+from estimator.resources import CPU, MAX_INT32, PODS
 from scheduler_client.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
 from scheduler_client.units import human
 
@@ -38,6 +41,10 @@ class ResourceSummary:
     allocatable: Mapping[str, int] = field(default_factory=dict)
     allocated: Mapping[str, int] = field(default_factory=dict)
     allocating: Mapping[str, int] = field(default_factory=dict)
+    # Resources (not cpu) whose allocatable quantity is written in a decimal format ("8",
+    # "68719476736", "64G"): Karmada's general estimator counts those in thousandths. None:
+    # as Karmada's status controller writes them, binary for memory-like resources.
+    decimal_format: frozenset[str] | None = field(default=None, compare=False)
 
     def available(self, name: str) -> int:
         """allocatable - allocated - allocating; may be negative (over-committed)."""
@@ -73,6 +80,27 @@ def requested_names(components: Sequence[Component]) -> frozenset[str]:
     return frozenset(name for c in components if c.replicas > 0 for name, amount in c.shape.requests if amount > 0)
 
 
+_BINARY_REQUESTS = ("memory", "ephemeral-storage")
+
+
+def memory_like(name: str) -> bool:
+    return name in _BINARY_REQUESTS or name.startswith("hugepages-")
+
+
+def karmada_units(name: str, amount: int, allocatable: bool, decimal_format: frozenset[str] | None = None) -> int:
+    """An amount as Karmada's general estimator counts it (quantityAsInt64): MilliValue for a
+    quantity in a decimal format, Value for a binary one. Requests come from Karmada's own
+    ResourceList: cpu in milli, memory-like in a binary format when a multiple of 1Ki (else
+    decimal after the binding's JSON round trip), everything else decimal."""
+    if name == CPU:
+        return amount  # already millicores, and decimal on both sides
+    if allocatable:
+        decimal = not memory_like(name) if decimal_format is None else name in decimal_format
+        return amount * 1000 if decimal else amount
+    binary = memory_like(name) and amount % 1024 == 0 and amount >= 1024
+    return amount if binary else amount * 1000
+
+
 def summary_sets(summary: ResourceSummary | None, components: Sequence[Component],
                  karmada_compatible: bool = False) -> Estimate:
     if summary is None:
@@ -87,7 +115,12 @@ def summary_sets(summary: ResourceSummary | None, components: Sequence[Component
         return Estimate(min(allowed, MAX_INT32), f"the set has no pods: bounded by {allowed} free pod slots")
     best = min(allowed // pods, MAX_INT32)
     why = f"cluster totals: {allowed} free pod slots, {pods} pods per set"
-    for name, need in sorted(set_demand(components).items()):
+    demand = set_demand(components)
+    if karmada_compatible:
+        karmada_best = _karmada_quirk(summary, components, best)
+        if karmada_best is not None:
+            return karmada_best
+    for name, need in sorted(demand.items()):
         if need <= 0:
             continue
         free = summary.available(name)
@@ -100,6 +133,29 @@ def summary_sets(summary: ResourceSummary | None, components: Sequence[Component
             best = free // need
             why = f"cluster totals: {human(name, free)} {name} free, {human(name, need)} per set"
     return Estimate(best, why)
+
+
+def _karmada_quirk(summary: ResourceSummary, components: Sequence[Component], bound: int) -> Estimate | None:
+    """Karmada's number when its unit mix-up (see karmada_units) changes it, else None."""
+    sets = bound
+    for name, need in sorted(set_demand(components).items()):
+        if need <= 0:
+            continue
+        free = karmada_units(name, summary.available(name), True, summary.decimal_format)
+        need_k = sum(c.replicas * karmada_units(name, c.shape.request(name), False)
+                     for c in components if c.shape.request(name) > 0)
+        if free <= 0:
+            return None  # 0 sets either way; the plain path explains it
+        sets = min(sets, free // need_k)
+    plain = bound
+    for name, need in set_demand(components).items():
+        if need > 0 and summary.available(name) > 0:
+            plain = min(plain, summary.available(name) // need)
+    if sets == plain:
+        return None
+    return Estimate(sets, f"cluster totals as Karmada counts them: {sets} set(s), where the amounts say {plain}: "
+                          "Karmada's general estimator reads quantities in a decimal format (allocatable written "
+                          "like \"68719476736\", or a memory request that is not a multiple of 1Ki) in thousandths")
 
 
 def _grades_text(nodes: Sequence[tuple[int, dict[str, int]]], names: Sequence[str]) -> str:
