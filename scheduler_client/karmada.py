@@ -286,8 +286,8 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
 
     if branch == PATH_A and job.components:
         why = ("the policy has no spread constraint" if not placement.spread_constraints else
-               "replicaScheduling Divided + Weighted without a dynamic weight makes Karmada ignore the spread "
-               "constraint")
+               "replicaScheduling Divided + Weighted with no weightPreference, or static weights without a dynamic "
+               "weight, makes Karmada ignore the spread constraint")
         out.paths.append(PathNote(PATH_A, True,
                                   f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
                                   f"whole job to each of them, without a capacity check: {_names(selected or [])}"))
