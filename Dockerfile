@@ -42,6 +42,7 @@ RUN NUMBA_CACHE_DIR=/opt/karmada-estimator/numba-cache \
         python -c "from estimator import kernels; kernels.warmup()" \
  && chmod -R a+rX /opt/karmada-estimator/numba-cache \
  && chmod 0755 /usr/local/bin/karmada-estimator-entrypoint \
+ && ln -s /usr/local/bin/karmada-estimator-entrypoint /bin/karmada-scheduler-estimator \
  && mkdir -p /var/cache/karmada-estimator/numba \
  && chown -R 10001:10001 /var/cache/karmada-estimator
 USER 10001:10001

@@ -73,6 +73,14 @@ def test_the_data_covers_every_release_and_source():
     assert "--logging-format=json" in manifest and "--v=4" in manifest
 
 
+def test_the_image_has_the_binary_path_karmadas_manifests_run():
+    # Their `command:` replaces the image's ENTRYPOINT, so that path must start this estimator.
+    paths = {read_args(path)[0] for path in DATA.glob("*.args")}
+    dockerfile = (REPO / "Dockerfile").read_text()
+    for path in paths:
+        assert re.search(rf"ln -s /usr/local/bin/karmada-estimator-entrypoint {re.escape(path)}\b", dockerfile), path
+
+
 # ---------------------------------------------------------------------------------------
 # Every flag of the Go binary, with Go's syntax
 
