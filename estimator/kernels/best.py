@@ -23,16 +23,17 @@ it counts, so every answer comes with a witness, and none is above a proven boun
    set). Sets are interchangeable, so any aggregated placement with those totals is a
    witness for k sets. First k = U with up to three candidates (the bounds are usually
    tight), then a few bisection probes between the best witness and U with the first.
+6. Small problems (up to 32 nodes and 4 components), instead of the bisection: every
+   component order with both node orders, set by set and for each k from U down.
 
-Measured against the exhaustive optimum (tests/naive.py) on 15,000 random clusters of up
-to 6 nodes, 3 components and 4 columns: first-fit is below the optimum on 2.7% of them,
-best mode on 0.05% (tight multi-resource knapsacks). At 10k nodes, 2 components (a
-cpu-only master and gpu workers): ~0.3 ms when first-fit meets a bound, under 1 ms when
-it does not; random irregular clusters with 3 components take a few ms at worst.
+Quality against the exhaustive optimum on small members from five generators, and where
+best beats first-fit on larger members: `python -m benchmarks.quality` (RESULTS.md,
+"Packing quality"). With no budget limit best mode is the optimum on >= 99.5% of them.
 
-Work budget: steps 4-5 run only while the time since the start of the search stays within
-`budget` x first-fit's own time in this call (at least _MIN_SEARCH_SECONDS); a step is
-started only when the slowest step so far (at first: first-fit's time) still fits. The answer is first-fit's until a
+Work budget: steps 4-6 run only while the search's CPU time (this thread's, so other work on
+the machine does not eat the budget) stays within `budget` x first-fit's own CPU time in
+this call (at least _MIN_SEARCH_SECONDS); a step is started only when the slowest step so
+far (at first: first-fit's time) still fits. The answer is first-fit's until a
 step improves it, so a budget only ever trades quality for time, never correctness.
 
 All packing runs on copies; `available` is never written.
@@ -40,6 +41,7 @@ All packing runs on copies; `available` is never written.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -64,6 +66,11 @@ BULK_CANDIDATES = (
     (FEWEST_NODES, LEAST_CONTENDED_WORST_FIT),
 )
 SET_BY_SET_CANDIDATE = (GIVEN, LEAST_CONTENDED_WORST_FIT)
+# Small problems (few nodes, few components) can afford every component order with both
+# node orders, set by set and for each k from the bound down: each try takes microseconds.
+_SMALL_NODES = 32
+_SMALL_COMPONENTS = 4
+_SMALL_K_TRIES = 8
 
 # Counting-sort buckets: larger fits, and more than 7 contenders, share the last one (the
 # order is a heuristic only).
@@ -72,8 +79,9 @@ _CONTENTION_LEVELS = 8
 # Probes after k = U, and how many candidates each tries: bounds the worst case.
 _MAX_PROBES = 6
 _BISECTION_CANDIDATES = 1
-# A tiny problem's first-fit takes microseconds; its search may still take this long.
-_MIN_SEARCH_SECONDS = 100e-6
+# A small problem's first-fit takes microseconds; its search may still take this long (a
+# fraction of an empty gRPC call, so the request stays within twice first-fit's latency).
+_MIN_SEARCH_SECONDS = 500e-6
 
 
 @kernel
@@ -147,7 +155,7 @@ class _Search:
         self._orders: dict = {}
         # Seconds the search may take (None: no limit), and the slowest step so far.
         self._allowance = allowance
-        self._started = time.perf_counter()
+        self._started = time.thread_time()
         self._slowest = step_guess  # before the first step: about a first-fit pass
         self.steps = 0
         self.stopped = False  # the budget ended the search early
@@ -155,23 +163,27 @@ class _Search:
     def _may_step(self) -> bool:
         if self._allowance is None:
             return True
-        now = time.perf_counter()
+        now = time.thread_time()
         if now - self._started + self._slowest > self._allowance:
             self.stopped = True
             return False
         return True
 
     def _timed(self, step, *args):
-        started = time.perf_counter()
+        started = time.thread_time()
         result = step(*args)
-        self._slowest = max(self._slowest, time.perf_counter() - started)
+        self._slowest = max(self._slowest, time.thread_time() - started)
         self.steps += 1
         return result
 
-    def _candidate(self, name: str, kind: int):
+    def _candidate(self, name, kind: int):
+        """name: a component order's name, or the order itself (a tuple of indices)."""
         key = (name, kind)
         if key not in self._orders:
-            order = _component_order(name, self.replicas, self.fits)
+            if isinstance(name, tuple):
+                order = np.array(name, dtype=np.int64)
+            else:
+                order = _component_order(name, self.replicas, self.fits)
             node_order = np.empty(self.fits.shape, dtype=np.int64)
             lengths = np.empty(self.fits.shape[0], dtype=np.int64)
             _node_orders(self.fits, self.replicas, readonly(order), kind, node_order, lengths)
@@ -214,6 +226,10 @@ class _Search:
         self._timed(self._set_by_set, *SET_BY_SET_CANDIDATE)
         if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES):
             return self.best
+        n_comp, n_nodes = self.fits.shape
+        if n_nodes <= _SMALL_NODES and n_comp <= _SMALL_COMPONENTS:
+            self._everything()
+            return self.best
         low, high = self.best.sets, self.bound - 1  # low has a witness; high is the next hope
         for _ in range(_MAX_PROBES):
             if low >= high or self.stopped:
@@ -224,6 +240,19 @@ class _Search:
             elif not self.stopped:
                 high = mid - 1
         return self.best
+
+    def _everything(self) -> None:
+        """Every component order with both node orders: set by set, then exactly k sets for
+        k from the bound down (the first that works is the most this search finds)."""
+        candidates = [(order, kind) for order in itertools.permutations(range(self.fits.shape[0]))
+                      for kind in (LEAST_CONTENDED_WORST_FIT, BEST_FIT)]
+        for order, kind in candidates:
+            if self.best.sets >= self.bound or not self._may_step():
+                return
+            self._timed(self._set_by_set, order, kind)
+        for k in range(self.bound, max(self.best.sets, self.bound - _SMALL_K_TRIES), -1):
+            if k <= self.best.sets or self.stopped or self._exactly(k, candidates):
+                return
 
 
 def best_sets(available, requests, replicas, masks, upper, budget: float | None = None) -> Packing:
@@ -237,9 +266,9 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
     p = problem(available, requests, replicas, masks, upper, in_place=False)
-    started = time.perf_counter()
+    started = time.thread_time()
     baseline = karmada_first_fit(p.available.copy(), p.requests, p.replicas, p.masks, p.upper)
-    first_fit_seconds = time.perf_counter() - started
+    first_fit_seconds = time.thread_time() - started
     if baseline.sets >= p.upper:
         return baseline._replace(bound=p.upper)
     quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
