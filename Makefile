@@ -20,7 +20,10 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# One process compiles the kernels into the cache first: on a fresh clone the demo's six
+# estimators would otherwise each compile them at once, and slowly on a busy machine.
 demo: $(STAMP)
+	$(PY) -c 'from estimator.kernels import warmup; warmup()'
 	$(PY) -m scheduler_client.demo
 
 # Regenerate estimator/pb/ from proto/ (a test fails when the committed code is stale).
