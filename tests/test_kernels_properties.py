@@ -232,3 +232,14 @@ def test_best_with_any_budget_sits_between_first_fit_and_its_bound(case, budget)
     assert naive.verify(available, requests, replicas, masks, best.sets, best.placement)
     if budget == 0:
         assert best.sets == first_fit  # no search: first-fit's answer, with its bound
+
+
+@SETTINGS
+@given(clusters())
+def test_first_fit_bounded_is_first_fit_with_a_bound_above_the_optimum(case):
+    available, requests, replicas, masks, upper = case
+    left = available.copy()
+    packing = kernels.first_fit_bounded(left, requests, replicas, masks, upper)
+    sets, placement, naive_left = naive.first_fit(available, requests, replicas, masks, upper)
+    assert (packing.sets, packing.placement.tolist(), left.tolist()) == (sets, placement, naive_left)
+    assert naive.exhaustive(available, requests, replicas, masks, upper)[0] <= packing.bound <= upper

@@ -7,6 +7,7 @@ component may use (filters already applied).
 
     sum_fit(available[N,K], request[K], mask[N]) -> int
     first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
+    first_fit_bounded(same) -> Packing (first_fit_sets, with .bound from set_bound)
     best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound)
     set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
@@ -24,11 +25,11 @@ import numpy as np
 from ._arrays import Packing
 from ._numba import cache_note
 from .best import best_sets
-from .firstfit import first_fit_sets
+from .firstfit import first_fit_bounded, first_fit_sets
 from .fit import set_bound, sum_fit
 from .witness import verify_placement
 
-__all__ = ["Packing", "best_sets", "cache_note", "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "warmup"]
+__all__ = ["Packing", "best_sets", "cache_note", "first_fit_bounded", "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "warmup"]
 
 
 def warmup() -> None:

@@ -435,3 +435,15 @@ def first_fit_sets(available, requests, replicas, masks, upper) -> Packing:
     """
     p = problem(available, requests, replicas, masks, upper, in_place=True)
     return karmada_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+
+
+def first_fit_bounded(available, requests, replicas, masks, upper) -> Packing:
+    """`first_fit_sets` (consuming `available` the same way) with `bound` filled in: the
+    bound is taken on a copy made before packing, the arguments are checked once."""
+    from .fit import staged_bound  # the Python wrappers may call across modules
+
+    p = problem(available, requests, replicas, masks, upper, in_place=True)
+    before = readonly(p.available.copy())
+    packing = karmada_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+    bound = staged_bound(before, p.requests, p.replicas, p.masks, p.upper, packing.sets, packing.limiting)
+    return packing._replace(bound=bound)

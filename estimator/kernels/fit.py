@@ -156,6 +156,14 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
     return min(upper, int(_sum_fit(available, requests[c], masks[c])) // int(replicas[c]))
 
 
+def staged_bound(available, requests, replicas, masks, upper: int, reach: int, first: int) -> int:
+    """`set_bound` on validated arrays."""
+    bound = component_bound(available, requests, replicas, masks, first, upper)
+    if bound <= reach:
+        return bound
+    return min(bound, bounds(available, requests, replicas, masks, upper)[0])
+
+
 def set_bound(available, requests, replicas, masks, upper, reach: int = -1, first: int = -1) -> int:
     """An upper bound on the complete sets any placement reaches (<= upper); see `_bounds`.
 
@@ -166,10 +174,7 @@ def set_bound(available, requests, replicas, masks, upper, reach: int = -1, firs
     p = problem(available, requests, replicas, masks, upper, in_place=False)
     if not -1 <= first < p.replicas.shape[0]:
         raise ValueError(f"first must be -1 or a component index, got {first}")
-    bound = component_bound(p.available, p.requests, p.replicas, p.masks, first, p.upper)
-    if bound <= reach:
-        return bound
-    return min(bound, bounds(p.available, p.requests, p.replicas, p.masks, p.upper)[0])
+    return staged_bound(p.available, p.requests, p.replicas, p.masks, p.upper, reach, first)
 
 
 def sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:

@@ -34,6 +34,10 @@ def _columns(shapes: Iterable[ReplicaShape]) -> tuple[str, ...]:
 
 def _gather(snapshot: ClusterSnapshot, columns: Sequence[str]) -> np.ndarray:
     """A private, contiguous copy of the requested columns; unknown resources are zeros."""
+    sources = [snapshot.column(name) for name in columns]
+    if None not in sources:
+        # One gather into a new C-contiguous array instead of a strided copy per column.
+        return np.take(snapshot.available, sources, axis=1)
     available = np.zeros((snapshot.num_nodes, len(columns)), dtype=np.int64)
     for k, name in enumerate(columns):
         source = snapshot.column(name)
@@ -102,11 +106,7 @@ class NodeResourcePlugin:
         _deduct_assumed(snapshot, available, query.assumed, index)
         arrays = _Packing(snapshot, query.components, index)
         if ctx.packing == "first-fit":
-            before = available.copy()  # first-fit consumes its copy; the bound needs the start
-            packing = kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
-            bound = kernels.set_bound(before, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                      reach=packing.sets, first=packing.limiting)
-            packing = packing._replace(bound=bound)
+            packing = kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
         else:
             packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
                                         budget=ctx.best_budget)
