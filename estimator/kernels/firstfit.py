@@ -26,6 +26,10 @@ leftover `available`, in O(C·N·K + events) instead of O(sets·C·N·K):
   end of its region, so the next hand set moves a component or fails. A pointer only
   moves forward, so there are O(C·N) hand sets; in practice a few per node where some
   component's stay ends.
+- Where steps keep coming out at 0 or 1 set (sets that differ one to the next, as a
+  small jobmanager and large taskmanagers sharing nodes do), a step costs about what it
+  saves: the kernel then tries one only every 2nd, 4th, ... 8th hand set, and at once
+  again after a step of 2 or more. Skipping a step never changes the result.
 
 The same kernel packs with other component and node orders (the best mode's candidates),
 and packs k sets' worth of replicas as one set (replicas scaled by k, upper 1).
