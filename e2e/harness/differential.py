@@ -119,7 +119,8 @@ class Differential:
         for i, r in enumerate(state.workload_refs):
             t.requests += 1
             k, ours = self.karmada.unschedulable(r), self.ours_ff.unschedulable(r)
-            if k.value is None or k.value != ours.value:
+            # An absent workload is an error from both; the values (or both errors) must agree.
+            if k.value != ours.value or k.value != ref.unschedulable(r):
                 t.mismatches += 1
                 ok = False
                 self._report(state, dump, "GetUnschedulableReplicas differs", {

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from estimator import model
+from estimator.errors import NotFound
 from estimator.estimate import Estimator
 from estimator.framework import Code
 from estimator.plugins import noderesource as nr
@@ -221,5 +222,9 @@ class Reference:
     def replicas(self, query: model.ReplicasQuery) -> int:
         return self.first_fit.max_available_replicas(query)[0]
 
-    def unschedulable(self, ref: model.WorkloadRef) -> int:
-        return self.first_fit.unschedulable_replicas(ref)
+    def unschedulable(self, ref: model.WorkloadRef) -> int | None:
+        """None when the workload is not in the member (the RPC answers an error then)."""
+        try:
+            return self.first_fit.unschedulable_replicas(ref)
+        except NotFound:
+            return None

@@ -80,21 +80,17 @@ class Populator:
             owner = owners.get((meta["namespace"], meta["_owner"])) if "_owner" in meta else None
             self.create_pod(pod, owner)
 
-    def _raw_list(self, path: str) -> list[dict]:
-        response = self.api_client.call_api(path, "GET", query_params=[("limit", "0")], auth_settings=["BearerToken"],
-                                            _preload_content=False, response_type=None)
-        data = response[0] if isinstance(response, tuple) else response
-        return json.loads(data.data)["items"]
-
     def dump(self, path: Path) -> int:
         """Everything the estimators read, as one v1 List file (the --snapshot format)."""
         items = []
-        for kind, api_version, url in (
-            ("Node", "v1", "/api/v1/nodes"), ("Pod", "v1", "/api/v1/pods"),
-            ("ResourceQuota", "v1", "/api/v1/resourcequotas"),
-            ("ReplicaSet", "apps/v1", "/apis/apps/v1/replicasets"), ("Deployment", "apps/v1", "/apis/apps/v1/deployments"),
+        for kind, api_version, lister in (
+            ("Node", "v1", self.core.list_node), ("Pod", "v1", self.core.list_pod_for_all_namespaces),
+            ("ResourceQuota", "v1", self.core.list_resource_quota_for_all_namespaces),
+            ("ReplicaSet", "apps/v1", self.apps.list_replica_set_for_all_namespaces),
+            ("Deployment", "apps/v1", self.apps.list_deployment_for_all_namespaces),
         ):
-            for obj in self._raw_list(url):
+            # Raw JSON as the server sent it, not the client's model objects.
+            for obj in json.loads(lister(_preload_content=False).data)["items"]:
                 obj.setdefault("kind", kind)
                 obj.setdefault("apiVersion", api_version)
                 items.append(obj)
