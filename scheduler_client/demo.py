@@ -1,6 +1,8 @@
-"""`make demo`: the reference scenario (docs/scenario.md), start to end, in under a minute.
+"""`make demo`: the reference scenario (docs/scenario.md), start to end.
 
-Starts one accurate estimator per member and packing mode from deploy/demo/, then shows
+Compiles the numba kernels once (or loads them from the on-disk cache), then starts one
+accurate estimator per member and packing mode from deploy/demo/, so the six processes load
+the compiled kernels instead of each compiling them on the same few cores; then shows
 train-small and train-big placed
   (a) with the general estimator only: member-b looks feasible for train-big (the trap);
   (b) with the accurate estimators too: member-b rejected with the reason, member-c chosen;
@@ -11,10 +13,13 @@ Every number printed is computed by the same code `karmada-place` runs.
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
+from estimator import kernels
 from estimator.model import ComponentSetsQuery
 from scheduler_client import accurate, cli
 from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
@@ -161,16 +166,32 @@ def doctor_on_bad_policy() -> None:
     print(f"(exit status {exit_code})")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scheduler_client.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--compile-in-each", action="store_true",
+                        help="skip the shared kernel warm-up: every estimator compiles for itself if the cache is "
+                             "cold (the old start-up, kept for benchmarks/startup.py's comparison)")
+    args = parser.parse_args(argv)
     started = time.monotonic()
     estimators = [LocalEstimator(m, [DEMO / f"{m}.yaml"], packing=mode) for mode in MODES for m in MEMBERS]
-    print(f"Karmada placement of two PyTorchJobs over three GPU members (deploy/demo)\n"
-          f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
+    print("Karmada placement of two PyTorchJobs over three GPU members (deploy/demo)", flush=True)
+    if not args.compile_in_each:
+        # One process fills the kernel cache (this one imports numba anyway, for the general
+        # estimator's resource models); the estimators started after it only load it. Cold,
+        # six processes compiling at once on two cores waited ~46 s (benchmarks/startup.py).
+        warm_started = time.monotonic()
+        kernels.warmup()
+        # estimator.kernels has set NUMBA_CACHE_DIR, which the estimators inherit.
+        print(f"kernels compiled (or loaded from {os.environ['NUMBA_CACHE_DIR']}) in "
+              f"{time.monotonic() - warm_started:.1f}s", flush=True)
+    print(f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
           flush=True)
     for est in estimators:
         est.start()
     try:
-        wait_serving(estimators)
+        # Generous: a process that dies fails the wait at once; a live one may be slow on a busy machine.
+        wait_serving(estimators, timeout=900, progress=lambda pending, waited: print(
+            f"  ... {len(pending)} of {len(estimators)} still starting after {waited:.0f}s", flush=True))
         print(f"ready in {time.monotonic() - started:.1f}s", flush=True)
         by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
                    for mode in MODES}

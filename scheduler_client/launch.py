@@ -71,9 +71,16 @@ class LocalEstimator:
             return self.process.wait()
 
 
-def wait_serving(estimators: Sequence[LocalEstimator], timeout: float = 120.0) -> None:
-    """Block until every estimator serves; raise naming the ones that died or never got ready."""
-    deadline = time.monotonic() + timeout
+def wait_serving(estimators: Sequence[LocalEstimator], timeout: float = 120.0, progress=None,
+                 progress_every: float = 15.0) -> None:
+    """Block until every estimator serves; raise naming the ones that died or never got ready.
+
+    A process that exits fails the wait at once, so `timeout` only bounds a live process that
+    never gets ready; `progress(pending, waited_s)` is called every `progress_every` seconds
+    while some are still starting (a loaded machine can take minutes)."""
+    started = time.monotonic()
+    deadline = started + timeout
+    next_progress = started + progress_every
     pending = list(estimators)
     while pending:
         for est in list(pending):
@@ -81,7 +88,11 @@ def wait_serving(estimators: Sequence[LocalEstimator], timeout: float = 120.0) -
                 raise RuntimeError(f"estimator for {est.member} exited with status {est.process.returncode}")
             if est.serving():
                 pending.remove(est)
-        if pending and time.monotonic() > deadline:
+        now = time.monotonic()
+        if pending and now > deadline:
             raise TimeoutError("estimators not ready in time: " + ", ".join(e.member for e in pending))
+        if pending and progress is not None and now >= next_progress:
+            progress(list(pending), now - started)
+            next_progress = now + progress_every
         if pending:
             time.sleep(0.1)

@@ -1,0 +1,82 @@
+"""This process's memory: /proc/self/status figures, and giving back clean library pages.
+
+After the kernels are compiled or loaded from numba's cache, LLVM (llvmlite's ~180 MB shared
+library, of which ~100 MB gets mapped in while numba starts) is not executed again unless a
+new kernel specialisation has to be compiled. Its pages are clean copies of the file, so
+dropping them from this process loses nothing: the kernel would reclaim them under memory
+pressure anyway, and a later use faults them back in from the file. Only mappings without a
+single private (copy-on-write) page are dropped, so relocated data is never touched.
+
+Linux only; elsewhere (or without /proc) every function reports nothing and does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+_MADV_DONTNEED = 4
+_STATUS_FIELDS = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
+
+
+def status_mb(path: str = "/proc/self/status") -> dict[str, float]:
+    """VmRSS, VmHWM (peak), RssAnon, RssFile, RssShmem in MiB; {} where /proc is missing."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in _STATUS_FIELDS:
+                    out[key] = int(rest.split()[0]) / 1024
+    except (OSError, ValueError, IndexError):
+        return {}
+    return out
+
+
+def _mappings(smaps: str):
+    """(start, end, perms, path, rss_kb, anonymous_kb) per mapping of an smaps text.
+
+    In a file mapping, anonymous pages are the private copies made by writes (copy-on-write);
+    every other page is the file's own and can be read back from it."""
+    current = None
+    for line in smaps.splitlines():
+        head = line.split(None, 5)
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            if current is not None:
+                yield current
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            current = [start, end, head[1], head[5].strip() if len(head) > 5 else "", 0, 0]
+        elif current is not None and head:
+            if head[0] == "Rss:":
+                current[4] = int(head[1])
+            elif head[0] == "Anonymous:":
+                current[5] = int(head[1])
+    if current is not None:
+        yield current
+
+
+def release_clean_file_pages(path_contains: str, smaps_path: str = "/proc/self/smaps") -> float:
+    """Drop this process's resident pages of read-only, unmodified file mappings whose path
+    contains `path_contains`; returns the MiB that were resident in them (0 if none or not
+    Linux). Writable mappings and any mapping holding a copy-on-write page are left alone:
+    dropping those would lose data."""
+    try:
+        with open(smaps_path) as f:
+            text = f.read()
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        madvise = libc.madvise
+    except (OSError, AttributeError):
+        return 0.0
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    released_kb = 0
+    for start, end, perms, path, rss_kb, anonymous_kb in _mappings(text):
+        if path_contains not in path or "w" in perms or anonymous_kb or not rss_kb:
+            continue
+        if madvise(start, end - start, _MADV_DONTNEED) == 0:
+            released_kb += rss_kb
+        else:
+            log.debug("madvise(%s, %s) failed: errno %d", path, perms, ctypes.get_errno())
+    return released_kb / 1024
