@@ -78,8 +78,10 @@ e2e: $(STAMP) e2e-kube e2e-karmada
 # Karmada's peers (see e2e/karmada/README.md): its scheduler-estimator at both versions, and our
 # Go programs that call estimators and schedule through Karmada's own code. Built once per
 # version into .e2e/bin/; a second run reuses them. GONOSUMDB: the checksum DB does not know
-# every Karmada release the proxy serves.
+# every Karmada release the proxy serves. The build tag is the one Karmada's hack/build.sh sets:
+# without it (Kubernetes >= 1.35 API types) Karmada's estimator messages panic when used.
 KARMADA_GO := GONOSUMDB=github.com/karmada-io/karmada $(E2E_GO)
+KARMADA_BUILD := build -tags kubernetes_protomessage_one_more_release -ldflags='-s -w'
 KARMADA_SRC := $(wildcard e2e/karmada/internal/*/*.go)
 karmada-pin = test "$$(go list -m -f '{{.Version}}' github.com/karmada-io/karmada)" = "$(1)" \
   || { echo "$$PWD/go.mod pins a different Karmada than $(1) (e2e/versions.mk)"; exit 2; }
@@ -87,19 +89,19 @@ karmada-pin = test "$$(go list -m -f '{{.Version}}' github.com/karmada-io/karmad
 
 $(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk
 	@mkdir -p $(E2E_BIN)
-	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
 
 $(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_OLD_VERSION): e2e/karmada-v1.16/go.mod e2e/karmada-v1.16/go.sum e2e/versions.mk
 	@mkdir -p $(E2E_BIN)
-	cd e2e/karmada-v1.16 && $(call karmada-pin,$(KARMADA_OLD_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
+	cd e2e/karmada-v1.16 && $(call karmada-pin,$(KARMADA_OLD_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/scheduler-estimator
 
 $(E2E_BIN)/estclient-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk $(KARMADA_SRC) $(wildcard e2e/karmada/cmd/estclient/*.go)
 	@mkdir -p $(E2E_BIN)
-	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/estclient
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ ./cmd/estclient
 
 $(E2E_BIN)/karmada-schedule-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk $(KARMADA_SRC) $(wildcard e2e/karmada/cmd/karmada-schedule/*.go)
 	@mkdir -p $(E2E_BIN)
-	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/karmada-schedule
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ ./cmd/karmada-schedule
 
 e2e-karmada: $(addprefix $(E2E_BIN)/,karmada-scheduler-estimator-$(KARMADA_VERSION) karmada-scheduler-estimator-$(KARMADA_OLD_VERSION) estclient-$(KARMADA_VERSION) karmada-schedule-$(KARMADA_VERSION))
 
