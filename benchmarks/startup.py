@@ -1,0 +1,308 @@
+"""Start-up time and memory: `make demo` on a cold kernel cache, warm start-to-ready and RSS.
+
+    python -m benchmarks.startup [--nodes 1000,10000,50000] [--repeats 3] [--skip-demo]
+
+1. **Demo to tables.** `python -m scheduler_client.demo` with an empty NUMBA_CACHE_DIR (a
+   fresh machine right after `make install`), timed from spawning it to its first table;
+   side by side with `--compile-in-each` (the earlier start-up: every estimator compiles for
+   itself) on another empty directory, and a warm run. CPU seconds are the demo's and all
+   its estimators' (user + sys), which the machine's load does not inflate as it does wall time.
+2. **Warm start-to-ready and memory** per member size: a real `karmada-estimator` on a
+   benchmarks/members.py file (the `benchmarks.run.Server` harness, so "ready" means what it
+   means in the rest of RESULTS.md: spawn to gRPC health SERVING), 20 estimates, then
+   /proc/PID/status: VmRSS, its anonymous and file-backed parts, the peak (VmHWM), and the
+   LLVM library pages the server released after warm-up (from its log).
+3. **Where memory goes**: a fresh interpreter importing the server's dependencies one at a
+   time, VmRSS after each.
+
+Writes the "## Start-up and memory" section of benchmarks/RESULTS.md and
+benchmarks/results/startup.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SECTION = "## Start-up and memory"
+TABLES_MARK = "Accurate estimators: complete sets"
+KARMADA_RSS_1K_MB = 68  # Karmada's Go estimator at 1k nodes, measured outside this repository
+
+IMPORT_STEPS = ["numpy", "yaml", "orjson", "grpc", "grpc_health.v1.health", "grpc_reflection.v1alpha.reflection",
+                "prometheus_client", "estimator.snapshot_source", "llvmlite.binding", "numba", "estimator.kernels",
+                "WARMUP", "estimator.server", "estimator.__main__", "RELEASE"]
+_IMPORT_PROBE = r"""
+import importlib, json, sys, time
+from estimator import procmem
+steps = json.loads(sys.argv[1])
+print(json.dumps({"step": "interpreter", **procmem.status_mb()}), flush=True)
+for step in steps:
+    t = time.perf_counter()
+    if step == "WARMUP":
+        from estimator import kernels
+        kernels.warmup()
+    elif step == "RELEASE":
+        procmem.release_clean_file_pages("libllvmlite")
+    else:
+        importlib.import_module(step)
+    print(json.dumps({"step": step, "s": time.perf_counter() - t, **procmem.status_mb()}), flush=True)
+print(json.dumps({"step": "kubernetes loaded", "value": "kubernetes" in sys.modules}), flush=True)
+"""
+
+
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pid_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _status(pid: int) -> dict:
+    from estimator.procmem import status_mb
+
+    return status_mb(f"/proc/{pid}/status")
+
+
+# --- 1. the demo ------------------------------------------------------------------------------
+
+
+def demo_run(cache_dir: str, compile_in_each: bool) -> dict:
+    cmd = [sys.executable, "-m", "scheduler_client.demo"] + (["--compile-in-each"] if compile_in_each else [])
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    load_before, cpu_before = _load(), _children_cpu()
+    started = time.monotonic()
+    tables = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                          env=env) as proc:
+        output = []
+        for line in proc.stdout:
+            output.append(line)
+            if tables is None and TABLES_MARK in line:
+                tables = time.monotonic() - started
+        code = proc.wait()
+    total = time.monotonic() - started
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {code}:\n" + "".join(output[-30:]))
+    return {"command": " ".join(["python", "-m", "scheduler_client.demo"] + cmd[3:]), "tables_s": tables,
+            "total_s": total, "cpu_s": _children_cpu() - cpu_before, "load_before": load_before,
+            "load_after": _load()}
+
+
+def demo_runs() -> list[dict]:
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="startup-shared-") as shared, \
+            tempfile.TemporaryDirectory(prefix="startup-each-") as each:
+        runs.append({"case": "cold cache, compile once (make demo now)", **demo_run(shared, False)})
+        print(runs[-1], flush=True)
+        runs.append({"case": "cold cache, every estimator compiles (before)", **demo_run(each, True)})
+        print(runs[-1], flush=True)
+        runs.append({"case": "warm cache (second run)", **demo_run(shared, False)})
+        print(runs[-1], flush=True)
+    return runs
+
+
+# --- 2. warm ready and RSS ---------------------------------------------------------------------
+
+
+def _estimates(address: str, cluster: str, calls: int = 20) -> None:
+    import grpc
+
+    from estimator.pb import estimator_pb2 as pb
+    from estimator.pb import k8s_resource_pb2, service_pb2_grpc
+
+    def q(text: str) -> bytes:
+        return k8s_resource_pb2.Quantity(string=text).SerializeToString()
+
+    def component(name: str, replicas: int, requests: dict) -> pb.Component:
+        return pb.Component(name=name, replicas=replicas, replicaRequirements=pb.ComponentReplicaRequirements(
+            resourceRequestBytes={k: q(v) for k, v in requests.items()}))
+
+    sets = pb.MaxAvailableComponentSetsRequest(cluster=cluster, namespace="default", components=[
+        component("master", 1, {"cpu": "1", "memory": "2Gi"}),
+        component("worker", 2, {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"})])
+    replicas = pb.MaxAvailableReplicasRequest(cluster=cluster, replicaRequirements=pb.ReplicaRequirements(
+        namespace="default", resourceRequestBytes={"cpu": q("500m"), "memory": q("512Mi")}))
+    with grpc.insecure_channel(address) as channel:
+        stub = service_pb2_grpc.EstimatorStub(channel)
+        for _ in range(calls // 2):
+            stub.MaxAvailableComponentSets(sets, timeout=120)
+            stub.MaxAvailableReplicas(replicas, timeout=120)
+
+
+_RELEASED = re.compile(r"released (\d+) MB of LLVM library pages")
+
+
+def size_runs(nodes: int, repeats: int, cache_dir: str, log_dir: Path) -> dict:
+    from benchmarks import members
+    from benchmarks.run import Server
+
+    path, stats = members.ensure(members.MemberSpec(nodes))
+    starts = []
+    for i in range(repeats):
+        server = Server(f"bench-{nodes}", path, "best", cache_dir, log_dir)
+        load = _load()
+        phases = server.start()
+        pid = server.est.process.pid
+        phases["cpu_at_ready_s"] = _pid_cpu(pid)
+        phases["load"] = load
+        if i == 0:  # memory once: the starts are identical
+            _estimates(server.address, f"bench-{nodes}")
+            time.sleep(0.5)
+            phases["status_mb"] = _status(pid)
+            match = _RELEASED.search(server.log_path.read_text())
+            phases["llvm_released_mb"] = int(match.group(1)) if match else None
+        server.stop()
+        starts.append(phases)
+        print(nodes, phases, flush=True)
+    return {"nodes": nodes, "pods": stats["pods"], "file_mb": path.stat().st_size / 2**20, "starts": starts,
+            "ready_median_s": statistics.median(s["ready_s"] for s in starts),
+            "cpu_median_s": statistics.median(s["cpu_at_ready_s"] for s in starts)}
+
+
+# --- 3. imports ----------------------------------------------------------------------------------
+
+
+def import_steps(cache_dir: str) -> list[dict]:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, json.dumps(IMPORT_STEPS)], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=900, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+# --- the section -------------------------------------------------------------------------------
+
+
+def _f(value, digits=1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def write_section(result: dict) -> str:
+    lines = [SECTION, "",
+             f"Written by `benchmarks/startup.py`. **Machine:** {os.cpu_count()} cores shared with other engineers' "
+             "work; the load average (1/5/15 min) is given beside each figure: wall times are inflated by it (a "
+             "process gets roughly cores / load of a CPU), CPU seconds much less so.", ""]
+
+    def run_by(part: str) -> str:
+        meta = result.get("meta", {}).get(part, {})
+        return f"(`{meta.get('command')}`, {meta.get('date')}, commit `{meta.get('commit')}`)"
+
+    demo = result.get("demo")
+    if demo:
+        lines += ["**`make demo` on a fresh machine** (an empty NUMBA_CACHE_DIR, so every kernel compiles; "
+                  "*to tables*: from spawning the demo to its first table; CPU: the demo and its six estimators, "
+                  "user + sys) " + run_by("demo") + ":", "",
+                  "| case | command | to tables | total | CPU s | load before → after |", "|---|---|---|---|---|---|"]
+        for run in demo:
+            lines.append(f"| {run['case']} | `{run['command']}` | {_f(run['tables_s'])} s | {_f(run['total_s'])} s | "
+                         f"{_f(run['cpu_s'])} | {run['load_before']} → {run['load_after']} |")
+        lines.append("")
+    sizes = result.get("sizes") or []
+    if sizes:
+        lines += ["**Warm start-to-ready and memory** (`--packing best`, warm kernel cache; ready = spawn to gRPC "
+                  "health SERVING, as in *Speed and accuracy*; memory from /proc/PID/status after 20 estimates; "
+                  "*LLVM released*: clean pages of llvmlite's library the server drops after warm-up, so RSS "
+                  "before that step was RSS + released) " + run_by("sizes") + ":", "",
+                  "| nodes | pods | file MB | ready, median (all) | CPU s to ready | load | VmRSS MB | anon / file MB "
+                  "| peak (VmHWM) MB | LLVM released MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for size in sizes:
+            first = size["starts"][0]
+            st = first.get("status_mb", {})
+            lines.append(
+                f"| {size['nodes']:,} | {size['pods']:,} | {size['file_mb']:.0f} | {size['ready_median_s']:.2f} s "
+                f"({', '.join(format(s['ready_s'], '.1f') for s in size['starts'])}) | {size['cpu_median_s']:.2f} | "
+                f"{first['load']} | {_f(st.get('VmRSS'), 0)} | {_f(st.get('RssAnon'), 0)} / "
+                f"{_f(st.get('RssFile'), 0)} | {_f(st.get('VmHWM'), 0)} | {_f(first.get('llvm_released_mb'), 0)} |")
+        small = next((s for s in sizes if s["nodes"] == 1000), None)
+        if small and small["starts"][0].get("status_mb"):
+            rss = small["starts"][0]["status_mb"]["VmRSS"]
+            lines += ["", f"At 1,000 nodes: {rss:.0f} MB, {rss / KARMADA_RSS_1K_MB:.1f}x the {KARMADA_RSS_1K_MB} MB "
+                          "of Karmada's Go estimator on a 1k-node member (measured outside this repository; "
+                          "`benchmarks/side_by_side.py` measures both on `make e2e`'s apiserver)."]
+        lines.append("")
+    steps = result.get("imports") or []
+    if steps:
+        lines += ["**Where the memory of a fresh estimator goes** (one interpreter importing the server's "
+                  "dependencies in this order; VmRSS after each step; `kernels.warmup()` loads the compiled "
+                  "kernels from the warm cache; *release* drops LLVM's clean library pages as the server does) "
+                  + run_by("imports") + ":", "",
+                  "| step | VmRSS MB | + MB | anon / file MB | s |", "|---|---|---|---|---|"]
+        previous = None
+        for step in steps:
+            if "VmRSS" not in step:
+                continue
+            delta = "" if previous is None else f"{step['VmRSS'] - previous:+.1f}"
+            name = {"WARMUP": "kernels.warmup()", "RELEASE": "release LLVM pages"}.get(step["step"], step["step"])
+            lines.append(f"| {name} | {step['VmRSS']:.1f} | {delta} | {step['RssAnon']:.1f} / {step['RssFile']:.1f} "
+                         f"| {_f(step.get('s'), 2)} |")
+            previous = step["VmRSS"]
+        kube = next((s["value"] for s in steps if s["step"] == "kubernetes loaded"), None)
+        lines += ["", f"The kubernetes client is {'loaded' if kube else 'not loaded'} by these imports: "
+                      "`--snapshot` never imports it (only `--kubeconfig` does, through estimator/watch)."]
+        lines.append("")
+    text_path = REPO / "benchmarks" / "RESULTS.md"
+    text = text_path.read_text()
+    section = "\n".join(lines)
+    if SECTION in text:
+        start = text.index(SECTION)
+        nxt = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + section + (text[nxt + 1:] if nxt >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    text_path.write_text(text)
+    return section
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.startup", description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", default="1000,10000,50000", help="member sizes for warm ready and RSS ('' for none)")
+    p.add_argument("--repeats", type=int, default=3, help="warm starts per size")
+    p.add_argument("--skip-demo", action="store_true", help="leave out the cold/warm demo runs")
+    p.add_argument("--skip-imports", action="store_true", help="leave out the per-import memory table")
+    args = p.parse_args(argv)
+    command = "python -m benchmarks.startup" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    meta = {"command": command.strip(), "commit": commit.strip(),
+            "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}", "cpus": os.cpu_count()}
+    result: dict = {}
+    # Warm starts use the cache the checkout uses anyway, filled here first.
+    from estimator.kernels._numba import CACHE_DIR
+
+    subprocess.run([sys.executable, "-c", "from estimator import kernels; kernels.warmup()"], check=True, cwd=REPO,
+                   env=dict(os.environ, NUMBA_CACHE_DIR=CACHE_DIR))
+    if not args.skip_imports:
+        result["imports"] = import_steps(CACHE_DIR)
+    sizes = [int(n) for n in args.nodes.split(",") if n.strip()]
+    if sizes:
+        with tempfile.TemporaryDirectory(prefix="startup-logs-") as logs:
+            result["sizes"] = [size_runs(n, args.repeats, CACHE_DIR, Path(logs)) for n in sizes]
+    if not args.skip_demo:
+        result["demo"] = demo_runs()
+    out = REPO / "benchmarks" / "results" / "startup.json"
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    # A partial run (--skip-*, --nodes '') keeps the other parts' last figures, each with its own run.
+    merged = {**previous, **result, "meta": {**previous.get("meta", {}), **{part: meta for part in result}}}
+    out.write_text(json.dumps(merged, indent=1))
+    print(write_section(merged))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
