@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import copy
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kubernetes import client, config
 
 from e2e.harness.members import NAMESPACES, MemberState
 
-ZERO = client.V1DeleteOptions(grace_period_seconds=0, propagation_policy="Background")
 
 
 class Populator:
     def __init__(self, kubeconfig: Path):
-        self.api_client = config.new_client_from_config(str(kubeconfig))
+        configuration = client.Configuration()
+        config.load_kube_config(str(kubeconfig), client_configuration=configuration)
+        configuration.connection_pool_maxsize = 16
+        self.api_client = client.ApiClient(configuration)
+        self.pool = ThreadPoolExecutor(8)
         self.api_client.configuration.retries = 3
         self.core = client.CoreV1Api(self.api_client)
         self.apps = client.AppsV1Api(self.api_client)
@@ -55,8 +59,7 @@ class Populator:
             self.core.patch_namespaced_pod_status(created.metadata.name, created.metadata.namespace, {"status": status})
 
     def apply(self, state: MemberState) -> None:
-        for node in state.nodes:
-            self.create_node(node)
+        list(self.pool.map(self.create_node, state.nodes))
         for quota in state.quotas:
             ns = quota["metadata"]["namespace"]
             self.core.create_namespaced_resource_quota(ns, {k: v for k, v in quota.items() if k != "status"})
@@ -75,10 +78,11 @@ class Populator:
                 owners[(ns, made.metadata.name)] = {
                     "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": made.metadata.name,
                     "uid": made.metadata.uid, "controller": True, "blockOwnerDeletion": True}
-        for pod in state.pods:
+        def create(pod: dict) -> None:
             meta = pod["metadata"]
-            owner = owners.get((meta["namespace"], meta["_owner"])) if "_owner" in meta else None
-            self.create_pod(pod, owner)
+            self.create_pod(pod, owners.get((meta["namespace"], meta["_owner"])) if "_owner" in meta else None)
+
+        list(self.pool.map(create, state.pods))
 
     def dump(self, path: Path) -> int:
         """Everything the estimators read, as one v1 List file (the --snapshot format)."""
@@ -98,4 +102,5 @@ class Populator:
         return len(items)
 
     def close(self) -> None:
+        self.pool.shutdown()
         self.api_client.close()
