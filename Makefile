@@ -9,10 +9,14 @@ export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
 .PHONY: demo test proto install clean
 
+# Installing also compiles the kernels into the cache (~20 CPU-seconds, once), so the first
+# demo or estimator start only loads them; the demo still compiles once itself if the cache
+# went stale (an edited kernel).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -c 'from estimator.kernels import warmup; warmup()'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,10 +24,8 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# One process compiles the kernels into the cache first: on a fresh clone the demo's six
-# estimators would otherwise each compile them at once, and slowly on a busy machine.
+# The demo compiles the kernels once itself (if the cache is stale) before its six estimators start.
 demo: $(STAMP)
-	$(PY) -c 'from estimator.kernels import warmup; warmup()'
 	$(PY) -m scheduler_client.demo
 
 # Regenerate estimator/pb/ from proto/ (a test fails when the committed code is stale).
