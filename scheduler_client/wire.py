@@ -7,6 +7,10 @@ wire can carry. What it cannot carry, by the protocol's design:
 - zero affinity terms: they travel as empty bytes, which means no constraint (None);
 - requests are sent as given; the receiver drops `pods`, uncounted names and amounts <= 0.
 
+Requirements are written in both of Karmada's forms, as its v1.18 scheduler does: the
+original message fields (resourceRequest, nodeAffinity, tolerations), which v1.16/v1.17
+estimators read, and the *Bytes fields, which v1.19 reads; v1.18 estimators prefer the
+bytes. Both forms carry the same objects, so any reader sees the same requirements.
 Kubernetes objects inside the bytes fields are encoded as Go's corev1 Marshal does
 (every string field written, even when empty), so the bytes match what karmada-scheduler
 sends. Quantities use a canonical string: cpu in millicores ("1500m", or "2" when whole),
@@ -89,6 +93,7 @@ def _fill_requirements(
 ) -> None:
     for name, amount in shape.requests:
         quantity = k8s_resource.Quantity(string=quantity_string(name, amount))
+        requirements.resourceRequest[name].CopyFrom(quantity)
         requirements.resourceRequestBytes[name] = quantity.SerializeToString()
     if not shape.claim.is_empty:
         requirements.nodeClaim.CopyFrom(_node_claim(shape.claim))
@@ -96,10 +101,13 @@ def _fill_requirements(
 
 def _node_claim(claim: model.NodeClaim) -> pb.NodeClaim:
     message = pb.NodeClaim(nodeSelector=dict(claim.node_selector))
-    if claim.affinity_terms:
+    if claim.affinity_terms:  # zero terms means no constraint: neither form is sent
         selector = core.NodeSelector(nodeSelectorTerms=[_term(term) for term in claim.affinity_terms])
+        message.nodeAffinity.CopyFrom(selector)
         message.nodeAffinityBytes = selector.SerializeToString()
-    message.tolerationsBytes.extend(_toleration(t).SerializeToString() for t in claim.tolerations)
+    tolerations = [_toleration(t) for t in claim.tolerations]
+    message.tolerations.extend(tolerations)
+    message.tolerationsBytes.extend(t.SerializeToString() for t in tolerations)
     return message
 
 
