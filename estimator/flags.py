@@ -189,7 +189,9 @@ def parse_logging_format(text: str) -> str:
 
 # Every gate Karmada's binaries accept in v1.16.0 .. v1.19.0-rc.0 and its newest stage and
 # default (pkg/features). AllAlpha/AllBeta set every alpha/beta gate not named explicitly.
+# The one parser of --feature-gates: the placement client (scheduler_client/gates.py) uses it too.
 ALPHA, BETA = "ALPHA", "BETA"
+ALL_GATES = ("AllAlpha", "AllBeta")
 FEATURE_GATES: dict[str, tuple[str, bool]] = {
     "AllAlpha": (ALPHA, False),
     "AllBeta": (BETA, False),
@@ -232,8 +234,16 @@ def parse_feature_gates(text: str, known: dict[str, tuple[str, bool]] | None = N
             raise FlagValueError(f"invalid value of {name}={raw}, err: {error}") from None
     for name in gates:
         if name not in known:
-            raise FlagValueError(f"unrecognized feature gate: {name}")
+            raise UnknownFeatureGate(name)
     return gates
+
+
+class UnknownFeatureGate(FlagValueError):
+    """A gate no Karmada release of the supported range defines; `name` is the gate."""
+
+    def __init__(self, name: str):
+        super().__init__(f"unrecognized feature gate: {name}")
+        self.name = name
 
 
 @dataclass
@@ -242,6 +252,10 @@ class FeatureGates:
 
     def merge(self, gates: dict[str, bool]) -> None:
         self.explicit.update(gates)  # a later --feature-gates overrides an earlier one per gate
+
+    def resolved(self) -> dict[str, bool]:
+        """Every gate's value (AllAlpha/AllBeta themselves left out)."""
+        return {name: self.enabled(name) for name in FEATURE_GATES if name not in ALL_GATES}
 
     def enabled(self, name: str) -> bool:
         if name in self.explicit:

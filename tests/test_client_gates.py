@@ -38,3 +38,23 @@ def test_all_alpha_is_not_an_explicit_gate():
 def test_bad_gates_are_refused(text, words):
     with pytest.raises(GateError, match=words):
         parse_gates(text)
+
+
+def test_values_are_go_booleans_as_in_the_estimator():
+    gates, explicit = parse_gates("Failover=1,GracefulEviction=F,AllAlpha=TRUE")
+    assert gates["Failover"] and not gates["GracefulEviction"] and gates["WorkloadAffinity"]
+    assert explicit == {"Failover", "GracefulEviction"}
+
+
+@pytest.mark.parametrize("text", ["AllAlpha=true,Failover=false", "AllBeta=false", "", "LoggingBetaOptions=false"])
+def test_the_client_resolves_gates_as_the_estimator_does(text):
+    from estimator.flags import FeatureGates, parse_feature_gates
+    estimator_gates = FeatureGates()
+    estimator_gates.merge(parse_feature_gates(text))
+    gates, _ = parse_gates(text)
+    assert gates == {name: estimator_gates.enabled(name) for name in DEFAULTS}
+
+
+def test_a_missing_value_is_named():
+    with pytest.raises(GateError, match="missing bool value for Failover"):
+        parse_gates("Failover")
