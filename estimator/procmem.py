@@ -80,3 +80,15 @@ def release_clean_file_pages(path_contains: str, smaps_path: str = "/proc/self/s
         else:
             log.debug("madvise(%s, %s) failed: errno %d", path, perms, ctypes.get_errno())
     return released_kb / 1024
+
+
+def trim_heap() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim); False where there
+    is none. With pymalloc (CPython's default) small objects live in its own arenas, so this
+    matters mostly for large buffers and under PYTHONMALLOC=malloc."""
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    return bool(trim(0))

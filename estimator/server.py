@@ -101,6 +101,7 @@ class EstimatorServer:
         self.metrics.register_state(state)
         self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget)
         self.kernels_warm = False
+        self._memory_settled = False
         self._ready = False  # readiness: can estimate, and not draining
         self._can_estimate = False  # state synced and kernels warm
         self._stale = False  # past --max-staleness
@@ -195,6 +196,12 @@ class EstimatorServer:
         snapshot = self.state.snapshot() if self.state.synced() else None
         if snapshot is not None:
             self.metrics.nodes.set(snapshot.num_nodes)
+        if self._can_estimate and not self._memory_settled:  # after readiness: it must not wait for this
+            self._memory_settled = True
+            try:
+                self._settle_memory()
+            except Exception:  # noqa: BLE001 - memory hygiene must never cost readiness
+                log.exception("releasing start-up memory failed")
 
     def _monitor(self) -> None:
         while not self._stopped.wait(_MONITOR_INTERVAL):
@@ -209,9 +216,14 @@ class EstimatorServer:
         self.kernels_warm = True
         log.info("kernels ready in %.2fs", time.perf_counter() - started)
         self._refresh()
+
+    def _settle_memory(self) -> None:
+        """Once, when the state is first loaded and the kernels warm: give back what start-up
+        used and serving does not need."""
         # Serving runs compiled kernels only; LLVM's code pages (about half this process's
         # RSS on a small member) come back from the file if something compiles again.
         released = procmem.release_clean_file_pages("libllvmlite")
+        procmem.trim_heap()  # the loader's freed buffers
         log.info("released %.0f MB of LLVM library pages after warm-up; memory now %s", released,
                  ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()))
 

@@ -94,3 +94,15 @@ def test_a_ready_estimator_holds_no_llvm_pages_and_still_answers():
         assert reply.maxReplicas == 6  # member-b's six GPUs (tests/test_server_grpc.py)
     finally:
         est.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "malloc_trim"),
+                    reason="glibc's malloc_trim")
+def test_trim_gives_freed_heap_pages_back():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [libc.malloc(4000) for _ in range(20000)]  # ~80 MB of small blocks, below mmap's threshold
+    for block in blocks:
+        libc.free(block)
+    assert procmem.trim_heap() is True  # some memory was returned
