@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+import durationpy
+
 from estimator.resources import QuantityError, parse_quantity
 
 
@@ -81,30 +83,34 @@ def parse_float32(text: str) -> float:
     return value
 
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)([^\d.]*)")
+# durationpy does the parsing. It also knows days, weeks, months and years, which Go's
+# time.ParseDuration refuses, so Go's unit set is checked first, with Go's wording.
+_GO_DURATION_UNITS = frozenset({"ns", "us", "µs", "μs", "ms", "s", "m", "h"})
+_DURATION_PART = re.compile(r"([\d.]*)([^\d.]*)")  # findall ends with an empty match
+_MAX_DURATION_SECONDS = (2**63 - 1) / 1e9  # a Go time.Duration is int64 nanoseconds
 
 
 def parse_duration(text: str) -> float:
-    """time.ParseDuration, in seconds."""
+    """time.ParseDuration, in seconds (to the microsecond: durationpy returns a timedelta)."""
     body = text[1:] if text[:1] in "+-" else text
     if body == "0":
         return 0.0
     if not body:
         raise FlagValueError(f'time: invalid duration "{text}"')
-    total, pos = 0.0, 0
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if not match:
+    for number, unit in _DURATION_PART.findall(body)[:-1]:  # Go's wording for what Go refuses
+        if not any(c.isdigit() for c in number):
             raise FlagValueError(f'time: invalid duration "{text}"')
-        number, unit = match.groups()
         if not unit:
             raise FlagValueError(f'time: missing unit in duration "{text}"')
-        if unit not in _DURATION_UNITS:
+        if unit not in _GO_DURATION_UNITS:
             raise FlagValueError(f'time: unknown unit "{unit}" in duration "{text}"')
-        total += float(number) * _DURATION_UNITS[unit]
-        pos = match.end()
-    return -total if text.startswith("-") else total
+    try:
+        seconds = durationpy.from_str(text).total_seconds()
+    except durationpy.DurationError:
+        raise FlagValueError(f'time: invalid duration "{text}"') from None
+    if abs(seconds) > _MAX_DURATION_SECONDS:
+        raise FlagValueError(f'time: invalid duration "{text}"')
+    return seconds
 
 
 def parse_verbosity(text: str) -> int:

@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import re
 import sys
 from typing import Sequence
 
 import yaml
 
+from estimator.flags import FlagValueError
+from estimator.flags import parse_duration as parse_go_duration
 from scheduler_client import accurate, doctor, report
 from scheduler_client.clusters import to_cluster_object
 from scheduler_client.gates import RESOURCE_MODELING, GateError, parse_gates
@@ -33,8 +36,6 @@ from scheduler_client.sources import InputError, load_clusters, load_job, load_j
 EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS = 0, 2, 3
 # The placement this tool exists for, assumed when no policy is given.
 ONE_MEMBER = Placement(spread_constraints=(SpreadConstraint("cluster", "", 1, 1),))
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class UsageError(ValueError):
@@ -47,11 +48,11 @@ def parse_duration(text: str) -> float:
     try:
         seconds = float(text)
     except ValueError:
-        parts = _GO_DURATION.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            raise UsageError(f"--estimator-timeout: {text!r} is not a duration (e.g. 3s, 500ms)") from None
-        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
-    if seconds <= 0:
+        try:
+            seconds = parse_go_duration(text)
+        except FlagValueError as error:
+            raise UsageError(f"--estimator-timeout: {text!r} is not a duration (e.g. 3s, 500ms): {error}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
         raise UsageError(f"--estimator-timeout: must be positive, got {text!r}")
     return seconds
 

@@ -259,12 +259,13 @@ def test_the_resource_model_finding_goes_away_with_the_gate_off():
 # --- small parsers, the entry point, the demo ---------------------------------------------
 
 
-@pytest.mark.parametrize("text,seconds", [("3s", 3.0), ("500ms", 0.5), ("1m30s", 90.0), ("2", 2.0), ("1.5s", 1.5)])
+@pytest.mark.parametrize("text,seconds", [("3s", 3.0), ("500ms", 0.5), ("1m30s", 90.0), ("2", 2.0), ("1.5s", 1.5),
+                                          ("1h", 3600.0), (" 250ms ", 0.25)])
 def test_durations_read_like_go(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "3 s", "-1s", "0", "soon"])
+@pytest.mark.parametrize("text", ["", "3 s", "-1s", "0", "soon", "5d", "nan", "inf", "1..2s"])
 def test_bad_durations_are_refused(text):
     with pytest.raises(UsageError):
         parse_duration(text)

@@ -130,6 +130,25 @@ def test_go_value_syntax_is_read_as_go_reads_it():
     assert args.stderrthreshold == 1 and args.log_file_max_size == 0
 
 
+@pytest.mark.parametrize("text, seconds", [
+    ("5s", 5.0), ("1m30s", 90.0), ("1h2m3s4ms", 3723.004), ("-1.5h", -5400.0), ("+300ms", 0.3), ("1.s", 1.0),
+    (".5s", 0.5), ("250us", 0.00025), ("250µs", 0.00025), ("0", 0.0), ("-0", 0.0), ("2562047h", 2562047 * 3600.0),
+])
+def test_durations_read_as_go_reads_them(text, seconds):
+    assert flags.parse_duration(text) == pytest.approx(seconds, abs=1e-9)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", 'invalid duration ""'), ("5", 'missing unit in duration "5"'), ("5.", "missing unit"),
+    ("5d", 'unknown unit "d"'), ("1w", 'unknown unit "w"'), ("1y", 'unknown unit "y"'), ("3 s", 'unknown unit " s"'),
+    ("s", 'invalid duration "s"'), (".s", "invalid duration"), ("1..2s", "invalid duration"),
+    ("2562048h", "invalid duration"),  # over int64 nanoseconds
+])
+def test_durations_go_refuses_are_refused_with_its_reason(text, reason):
+    with pytest.raises(flags.FlagValueError, match=re.escape(reason)):
+        flags.parse_duration(text)
+
+
 def test_a_bare_boolean_does_not_swallow_the_next_word():
     # pflag: `--enable-pprof false` is the flag (true) and a stray argument, never a value.
     with pytest.raises(SystemExit) as exited:
