@@ -103,6 +103,9 @@ class Differential:
                 self._report(state, dump, f"{est.name} did not converge to the snapshot answers", {"diffs": diffs})
         if self.karmada is None:
             return ok
+        if not self.karmada.proc.alive():  # a crashed peer is a broken bed, not a mismatch
+            raise RuntimeError(f"{self.karmada.name} exited ({self.karmada.proc.popen.returncode}):\n"
+                               f"{self.karmada.proc.tail(40)}")
         # Karmada: wait until its order-free answers equal the reference computed from the same
         # dump (they cannot depend on node order); a lasting difference is a mismatch.
         k_diffs = self.converge(self.karmada, state, ref, {}, timeout=30)
