@@ -24,7 +24,7 @@ class KubeBed:
         for path in (self.etcd_bin, self.apiserver_bin):
             if not path.exists():
                 raise FileNotFoundError(f"{path} is missing: run `make e2e` (it builds the peers first)")
-        self.work = work
+        self.work = work = work.resolve()  # the kubeconfig names files by absolute path
         self.pki_dir = work / "pki"
         self.pki_dir.mkdir(parents=True, exist_ok=True)
         self.etcd_port, self.etcd_peer_port, self.port = free_port(), free_port(), free_port()
