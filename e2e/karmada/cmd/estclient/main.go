@@ -68,7 +68,6 @@ type clusterAnswer struct {
 
 type run struct {
 	Run      int             `json:"run"`
-	Cluster  string          `json:"cluster,omitempty"`
 	Clusters []clusterAnswer `json:"clusters"`
 	Error    string          `json:"error,omitempty"`
 }
@@ -161,6 +160,19 @@ func readRequest(r io.Reader) request {
 	return req
 }
 
+// flatten lists the messages inside Karmada's aggregate error (or the error itself).
+func flatten(err error) []string {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, e := range agg.Errors() {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
 // attribute maps each error of Karmada's aggregate to the cluster it names. Karmada's client
 // formats every per-cluster error with the cluster name ("cluster(NAME)" or "cluster NAME does
 // not exist"); errors that name no requested cluster stay at call level only.
@@ -169,15 +181,7 @@ func attribute(err error, clusters []string) map[string]string {
 	if err == nil {
 		return out
 	}
-	var errs []error
-	var agg utilerrors.Aggregate
-	if errors.As(err, &agg) {
-		errs = agg.Errors()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		msg := e.Error()
+	for _, msg := range flatten(err) {
 		for _, c := range clusters {
 			if strings.Contains(msg, "cluster("+c+")") || strings.Contains(msg, "cluster "+c+" ") {
 				out[c] = msg
@@ -300,23 +304,28 @@ func runCall(se *estimatorclient.SchedulerEstimator, c call, repeat int) callRes
 			groups = append(groups, []string{n})
 		}
 	}
-	var errs []string
+	// Karmada's aggregate error lists clusters in completion order, so runs are compared on the
+	// sorted messages, not on the text.
+	var firstKey string
 	for r := 0; r < repeat; r++ {
 		var all []clusterAnswer
-		errs = errs[:0]
+		var texts, parts []string
 		for _, g := range groups {
 			start := time.Now()
 			ans, err := invoke(ctx, se, c, g)
 			res.LatencyNs = append(res.LatencyNs, time.Since(start).Nanoseconds())
 			all = append(all, ans...)
 			if err != nil {
-				errs = append(errs, err.Error())
+				texts = append(texts, err.Error())
+				parts = append(parts, flatten(err)...)
 			}
 		}
-		msg := strings.Join(errs, "; ")
+		sort.Strings(parts)
+		key := strings.Join(parts, "\n")
+		msg := strings.Join(texts, "; ")
 		if r == 0 {
-			res.Clusters, res.Error = all, msg
-		} else if !sameAnswers(res.Clusters, all) || msg != res.Error {
+			res.Clusters, res.Error, firstKey = all, msg, key
+		} else if !sameAnswers(res.Clusters, all) || key != firstKey {
 			res.Differing++
 			if len(res.DifferingRuns) < maxDifferingRunsReported {
 				res.DifferingRuns = append(res.DifferingRuns, run{Run: r, Clusters: all, Error: msg})
