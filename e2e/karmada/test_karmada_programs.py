@@ -62,13 +62,14 @@ def _free_port() -> int:
 class Ours:
     """Our estimator serving one demo member's snapshot over plaintext."""
 
-    def __init__(self, name: str, snapshot: str, log: Path):
+    def __init__(self, name: str, snapshot: str, log: Path, extra: tuple = ()):
         self.name, self.port, self.health = name, _free_port(), _free_port()
         self.log = open(log, "wb")
         self.proc = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "karmada-estimator"), "--cluster-name", name, "--snapshot",
              str(REPO / snapshot), "--server-port", str(self.port),
-             "--health-probe-bind-address", f"127.0.0.1:{self.health}", "--metrics-bind-address", "0"],
+             "--health-probe-bind-address", f"127.0.0.1:{self.health}", "--metrics-bind-address", "0",
+             *map(str, extra)],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
@@ -81,7 +82,7 @@ class Ours:
                 time.sleep(0.3)
         else:
             raise AssertionError(f"{name} estimator not ready in 240 s; see {log}")
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")  # unused for a TLS server
         self.stub = service_pb2_grpc.EstimatorStub(self.channel)
 
     @property
@@ -220,6 +221,42 @@ def test_estclient_missing_and_down_estimators_fail_as_in_karmada(members):
     assert by["member-down"]["error"] == "cluster member-down does not exist in estimator cache"
     assert by["member-gone"]["error"] == "cluster member-gone does not exist in estimator cache"
     assert "member-down" in r["error"] and "member-gone" in r["error"]
+
+
+def test_estclient_mutual_tls_with_karmadas_options(members, tmp_path):
+    from e2e.harness import pki
+
+    ca = pki.CA(tmp_path, "estimator-ca")
+    server_cert, server_key = ca.issue("server", "karmada-scheduler-estimator", server_names=("127.0.0.1",))
+    client_cert, client_key = ca.issue("client", "karmada-scheduler", client=True)
+    other = pki.CA(tmp_path, "other-ca")
+    tls_server = Ours("member-b", "deploy/demo/member-b.yaml", tmp_path / "tls.log", extra=(
+        "--grpc-auth-cert-file", server_cert, "--grpc-auth-key-file", server_key, "--grpc-client-ca-file", ca.cert_path))
+    try:
+        def call(tls: dict) -> dict:
+            return run(ESTCLIENT, {"estimators": {"member-b": {"address": tls_server.address}}, "tls": tls,
+                                   "timeout": "5s", "calls": [{"method": "MaxAvailableReplicas",
+                                                               "replicaRequirements": {"resourceRequest": {"cpu": "1"}}}]})
+
+        mutual = call({"caFile": str(ca.cert_path), "certFile": str(client_cert), "keyFile": str(client_key)})
+        assert mutual["connections"]["member-b"]["connected"], mutual["connections"]
+        assert mutual["results"][0]["clusters"] == [{"name": "member-b", "value": members["member-b"].replicas(CPU1)}]
+
+        # The server's certificate is not signed by the CA the client trusts: Karmada's dial fails.
+        wrong_ca = call({"caFile": str(other.cert_path), "certFile": str(client_cert), "keyFile": str(client_key)})
+        assert not wrong_ca["connections"]["member-b"]["connected"]
+        assert wrong_ca["results"][0]["clusters"][0]["value"] is None
+
+        # No client certificate: the server refuses it, at the handshake or at the first call.
+        anonymous = call({"caFile": str(ca.cert_path)})
+        assert anonymous["results"][0]["clusters"][0]["value"] is None
+        assert anonymous["results"][0]["clusters"][0]["error"]
+
+        # Plaintext against a TLS server gets nothing either.
+        plain = call({})
+        assert plain["results"][0]["clusters"][0]["value"] is None
+    finally:
+        tls_server.stop()
 
 
 def test_estclient_rejects_bad_input_naming_the_field():
