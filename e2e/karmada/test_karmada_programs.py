@@ -379,6 +379,22 @@ def test_schedule_policy_and_deployment_go_through_karmadas_detector(ranked):
     assert out["targets"] == [{"name": high.name, "replicas": 2}], out
 
 
+def test_schedule_tries_cluster_affinities_term_by_term(ranked):
+    low, high, general = ranked
+    clusters = [cluster(n, cpu) for n, cpu in general.items()]
+    estimators = {o.name: {"address": o.address} for o in (low, high)}
+    terms = [{"affinityName": "nowhere", "clusterNames": ["member-zz"]},
+             {"affinityName": "low-only", "clusterNames": [low.name]}]
+    out = run(SCHEDULE, {"clusters": clusters, "estimators": estimators,
+                         "binding": binding(1, {**ONE_CLUSTER, "clusterAffinities": terms})})
+    assert out["targets"] == [{"name": low.name, "replicas": 1}] and out["affinityName"] == "low-only", out
+
+    out = run(SCHEDULE, {"clusters": clusters, "estimators": estimators,
+                         "binding": binding(1, {**ONE_CLUSTER, "clusterAffinities": terms[:1]})})
+    assert out["targets"] == [] and out["fitError"] is True
+    assert out["error"].startswith("0/2 clusters are available: 2 cluster(s) did not match the placement cluster affinity")
+
+
 def test_schedule_rejects_bad_input_naming_the_field():
     assert "clusters" in bad(SCHEDULE, {"clusters": []})
     assert "policy, workload" in bad(SCHEDULE, {"clusters": [cluster("a", 1)]})
