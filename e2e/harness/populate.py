@@ -59,7 +59,11 @@ class Populator:
             self.core.patch_namespaced_pod_status(created.metadata.name, created.metadata.namespace, {"status": status})
 
     def apply(self, state: MemberState) -> None:
-        list(self.pool.map(self.create_node, state.nodes))
+        # One at a time, in name order: the estimators keep nodes in the order the watch
+        # delivered them and a dump lists them by name; first-fit depends on that order, so
+        # the live answers and the snapshot-mode reference must see the same one.
+        for node in sorted(state.nodes, key=lambda n: n["metadata"]["name"]):
+            self.create_node(node)
         for quota in state.quotas:
             ns = quota["metadata"]["namespace"]
             self.core.create_namespaced_resource_quota(ns, {k: v for k, v in quota.items() if k != "status"})
