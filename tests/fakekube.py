@@ -12,8 +12,10 @@ a real kube-apiserver backed by etcd:
 - watch: chunked JSON event lines (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) for events
   after `resourceVersion`; with a field selector an object leaving it arrives as DELETED and
   one entering it as ADDED; `allowWatchBookmarks` gets a BOOKMARK every `bookmark_interval`
-  seconds and before `timeoutSeconds` ends the stream; a resourceVersion older than the
-  history answers 410 Gone, as an ERROR event (like the watch cache) or an HTTP status;
+  seconds and 2 s before the `timeoutSeconds` deadline (as the watch cache schedules them:
+  none when that moment has passed), then the stream ends cleanly at the deadline; a
+  resourceVersion older than the history answers 410 Gone, as an ERROR event (like the
+  watch cache) or an HTTP status;
 - HTTPS with `ssl_context` (client certificates checked when it requires them), bearer
   `token` checked on every request (both can be rotated; `drop_connections()`);
 - faults: `compact()`, `drop_watches()` (optionally mid-event), `go_down()`/`come_up()` (a
@@ -653,7 +655,12 @@ def _handler_class(fake: FakeKube):
             write = self.wfile.write
             self._emit([b'{"type":"ADDED","object":' + data + b"}\n" for data in initial])
             deadline = time.monotonic() + timeout
-            next_bookmark = time.monotonic() + fake.bookmark_interval
+
+            def bookmark_after(now: float) -> float:
+                at = min(now + fake.bookmark_interval, deadline - 2.0)
+                return at if at > now else float("inf")
+
+            next_bookmark = bookmark_after(time.monotonic())
             ended = False
             while not ended:
                 now = time.monotonic()
@@ -707,11 +714,11 @@ def _handler_class(fake: FakeKube):
                     cursor = events[-1].rv
                 now = time.monotonic()
                 ended = now >= deadline
-                if bookmarks and (now >= next_bookmark or ended):
+                if bookmarks and now >= next_bookmark:
                     line = b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":' \
                            b'{"resourceVersion":"%d"}}}\n' % (kind.encode(), api_version.encode(), cursor)
                     out.append(line)
-                    next_bookmark = now + fake.bookmark_interval
+                    next_bookmark = bookmark_after(now)
                 if out:
                     self._emit(out)
             self._emit([], last=True)

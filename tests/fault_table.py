@@ -4,8 +4,9 @@
     .venv/bin/python tests/fault_table.py --only hostile,token
 
 Each fault runs on a fresh fake member and a WatchClusterState with the production
-options (backoff 0.8 s doubling to 30 s, watch idle bound 75 s, credentials checked every
-60 s); the fake sends bookmarks every 60 s, as a kube-apiserver does. It prints the
+options (backoff 0.8 s doubling to 30 s, watches asking for timeoutSeconds 30-45 s and
+presumed dead 5 s past it, credentials checked every 60 s); the fake sends bookmarks every
+60 s and 2 s before a watch's deadline, as a kube-apiserver's watch cache does. It prints the
 Markdown table of docs/operations.md, one row per fault: how long until the estimator noticed (a failure counted, a status
 change), how long until its snapshot equalled a fresh list of the final objects, and
 whether it did. Times are measured from the moment the fault was injected (for a restart:

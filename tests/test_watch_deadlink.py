@@ -2,23 +2,35 @@
 
 A TCP relay between the estimator and the fake API server forwards bytes until told to
 silence the connections it has open: they stay open (TCP still acknowledges) but nothing
-passes any more. The watch must notice (no event or bookmark within its idle bound), drop
-every pooled connection and resume through a new one that carries the changes made
-meanwhile. The idle bound is shortened so the test runs in seconds.
+passes any more. Every watch asks the server to end it at timeoutSeconds; one that neither
+ends nor delivers a byte by then plus a margin is presumed dead, every pooled connection is
+dropped and the watch resumes from its resourceVersion through a new connection, which
+carries the changes made meanwhile. The fake sends no bookmarks here, so only the watch
+deadline can tell a quiet live link from a dead one. Watches last a second in these tests;
+the production figures are checked on the requests a reflector makes.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import socket
 import threading
 
 import pytest
 
+from estimator.cache import ClusterCache
 from estimator.watch import ReflectorOptions, WatchClusterState
-from estimator.watch.kubeclient import KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, socket_options
+from estimator.watch.kubeclient import KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, Silent, socket_options
+from estimator.watch.ratelimit import TokenBucket
+from estimator.watch.reflector import KIND_SPECS, Reflector
 from fakekube import FakeKube, pod_object, reference_cache, state_view
 from test_watch import FAST, small_cluster, wait_until
+from test_watch_backoff import FakeClock
+
+# One-second watches (timeoutSeconds = int(1.0 .. 1.5)), presumed dead 1.5 s after their
+# deadline: generous against a busy machine, still seconds.
+SHORT = dict(min_watch_timeout=1.0, watch_timeout_jitter=0.5, read_timeout_margin=1.5)
 
 
 class Relay:
@@ -85,7 +97,7 @@ class Relay:
 
 @pytest.fixture
 def setup(tmp_path):
-    fake = FakeKube(bookmark_interval=0.2).start()
+    fake = FakeKube(bookmark_interval=600.0).start()  # no bookmark ever reaches a 1 s watch
     relay = Relay(fake.port)
     config = json.loads(fake.kubeconfig(tmp_path).read_text())
     config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{relay.port}"
@@ -94,10 +106,8 @@ def setup(tmp_path):
     states = []
 
     def make(**options):
-        # Watches are asked to last 5 minutes, as in production: only the idle bound can
-        # notice the silence within the test's time.
-        merged = {**FAST, "min_watch_timeout": 300.0, "read_timeout_margin": 30.0, **options}
-        state = WatchClusterState(kubeconfig=str(path), qps=0, burst=1, options=ReflectorOptions(**merged))
+        state = WatchClusterState(kubeconfig=str(path), qps=0, burst=1,
+                                  options=ReflectorOptions(**{**FAST, **SHORT, **options}))
         states.append(state)
         state.start()
         return state
@@ -112,7 +122,7 @@ def setup(tmp_path):
 def test_a_silenced_connection_is_replaced_and_the_cache_converges(setup):
     fake, relay, make = setup
     small_cluster(fake)
-    state = make(watch_idle_timeout=1.0)
+    state = make()
     assert wait_until(state.synced)
     before = relay.connections
     relay.silence()
@@ -120,17 +130,88 @@ def test_a_silenced_connection_is_replaced_and_the_cache_converges(setup):
     fake.delete("Pod", "p0", "shop")
     expected = state_view(reference_cache(fake).snapshot())
     assert wait_until(lambda: state_view(state.cache.snapshot()) == expected, timeout=15)
+    pods = state.reflectors["Pod"]
     assert relay.connections > before, "resumed through new connections"
-    assert state.reflectors["Pod"].errors.get("silent", 0) >= 1
-    assert state.reflectors["Pod"].lists == 1, "resumed from its resourceVersion, no relist"
+    assert pods.errors.get("silent", 0) >= 1
+    assert pods.lists == 1, "resumed from its resourceVersion, no relist"
+    assert pods.bookmarks == 0, "noticed without any bookmark"
 
 
 def test_a_healthy_quiet_watch_is_not_taken_for_dead(setup):
     fake, relay, make = setup
     small_cluster(fake)
-    state = make(watch_idle_timeout=1.0)  # bookmarks every 0.2 s keep it alive
+    state = make()
     assert wait_until(state.synced)
-    assert not wait_until(lambda: any(r.errors for r in state.reflectors.values()), timeout=3)
+    pods = state.reflectors["Pod"]
+    assert wait_until(lambda: pods.bookmarks == 0 and
+                      sum(1 for kind, rv in fake.watch_rvs if kind == "Pod") >= 4, timeout=15)
+    # Quiet (no event, no bookmark) for several watch lifetimes: each watch ended at its
+    # deadline and was resumed; none was cut as dead, nothing was relisted.
+    assert not any(r.errors for r in state.reflectors.values()), {k: r.errors for k, r in state.reflectors.items()}
+    assert pods.lists == 1 and pods.bookmarks == 0
+    assert all(rv for kind, rv in fake.watch_rvs if kind == "Pod"), "every watch resumed from a resourceVersion"
+
+
+class _RecordingClient:
+    """Records the watch requests a reflector makes: the first watch goes silent, later ones
+    end at once with a bookmark; stops the reflector after `watches` requests."""
+
+    def __init__(self, stop: threading.Event, watches: int):
+        self.requests: list[tuple[int, float]] = []
+        self._stop, self._watches = stop, watches
+
+    def list_page(self, kind, *, limit, continue_token="", field_selector="", timeout=60.0) -> bytes:
+        return b'{"metadata":{"resourceVersion":"5"},"items":[]}'
+
+    def watch(self, kind, *, resource_version, timeout_seconds, read_timeout, field_selector=""):
+        self.requests.append((timeout_seconds, read_timeout))
+        if len(self.requests) >= self._watches:
+            self._stop.set()
+        return _Stream(silent=len(self.requests) == 1)
+
+    def fresh_connections(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Stream:
+    def __init__(self, silent: bool):
+        self._silent = silent
+
+    def lines(self):
+        if self._silent:
+            raise Silent("watch Pod: silent")
+        yield b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"6"}}}'
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_production_defaults_notice_a_silenced_link_within_a_minute():
+    """With the default options: how long a watch may stay silent before it is presumed
+    dead (its read timeout), plus the backoff before the fresh watch, must leave the new
+    connection time to converge within 60 s; and no healthy watch is cut before the API
+    server could end it."""
+    clock = FakeClock(1e9)
+    stop = threading.Event()
+    client = _RecordingClient(stop, watches=300)
+    spec = next(s for s in KIND_SPECS if s.kind == "Pod")
+    # Production timings; only the clock (no real sleeping) and the random draws are fixed.
+    options = ReflectorOptions(clock=clock, wait=clock.wait, min_watch_seconds=0, rng=random.Random(7))
+    Reflector(spec, client, ClusterCache(), TokenBucket(0, 1), stop, options)._loop()
+    timeouts = [t for t, _ in client.requests]
+    silent_for = [r for _, r in client.requests]
+    first_backoff = clock.waits[0]  # after the silent first watch
+    assert len(client.requests) == 300
+    assert max(silent_for) + first_backoff <= 55, (max(silent_for), first_backoff)
+    assert all(r - t >= 3 for t, r in client.requests), "a margin past the server's deadline"
+    assert min(timeouts) >= 20, "watches long enough not to load the API server"
+    assert len(set(timeouts)) >= 5, "deadlines spread, so estimators do not reconnect in step"
 
 
 def test_api_connections_use_tcp_keepalive():

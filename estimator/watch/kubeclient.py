@@ -57,8 +57,9 @@ class Unavailable(ApiError):
 
 
 class Silent(Unavailable):
-    """A watch delivered no byte (no event, no bookmark) for its idle bound: the connection
-    is presumed dead, even if TCP never said so."""
+    """A watch neither ended nor delivered a byte within its timeoutSeconds plus a margin
+    (the API server would have closed it by then): the connection is presumed dead, even if
+    TCP never said so."""
 
 
 # TCP keepalive on every API connection: a peer that stops acknowledging (a link that went
@@ -305,7 +306,7 @@ class WatchStream:
                         raise Unavailable(f"{self._what}: stream ended inside an event")
                     return
         except _TIMEOUTS as error:
-            raise Silent(f"{self._what}: no event or bookmark within the idle bound ({type(error).__name__})") from None
+            raise Silent(f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # reading a file object closed by abort()/close()
@@ -339,7 +340,7 @@ class WatchStream:
                     start = end + 1
                 pending = chunk[start:]
         except _TIMEOUTS as error:
-            raise Silent(f"{self._what}: no event or bookmark within the idle bound ({type(error).__name__})") from None
+            raise Silent(f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # urllib3 on a closed/aborted file object

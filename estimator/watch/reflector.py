@@ -72,17 +72,19 @@ def object_key(obj: Any, namespaced: bool):
 class ReflectorOptions:
     page_size: int = 500
     list_timeout: float = 60.0
-    # Watch requests ask the server to end the stream after a random time in
-    # [min_watch_timeout, 2 * min_watch_timeout] (client-go: 5 min), so connections rotate.
-    min_watch_timeout: float = 300.0
-    # The client read timeout is the watch timeout plus this margin, or the idle bound below
-    # if shorter.
-    read_timeout_margin: float = 30.0
-    # A watch that delivers no byte (no event, no bookmark) for this long is presumed dead
-    # and replaced through a fresh connection. The API server's watch cache sends every
-    # watcher a bookmark about once a minute, so a healthy quiet watch is never this idle.
-    # (A link that stops acknowledging is dropped sooner, by TCP keepalive: kubeclient.py.)
-    watch_idle_timeout: float = 75.0
+    # Every watch asks the API server to end it after timeoutSeconds drawn from
+    # [min_watch_timeout, min_watch_timeout * (1 + watch_timeout_jitter)] (spread so that
+    # estimators do not reconnect in step); it is then resumed from its resourceVersion, a
+    # cheap request the watch cache serves. client-go asks for 5-10 min; ours are short
+    # because the deadline is what proves a quiet link alive (see below).
+    min_watch_timeout: float = 30.0
+    watch_timeout_jitter: float = 0.5
+    # A healthy watch ends by timeoutSeconds (the API server closes it cleanly at its deadline,
+    # and its watch cache sends a bookmark 2 s before), so one that neither ends nor delivers
+    # a byte for timeoutSeconds + read_timeout_margin is presumed dead and replaced through a
+    # fresh connection: a silenced link is noticed within 45 + 5 s whatever the bookmark
+    # interval. (A link that stops acknowledging fails sooner, by TCP keepalive: kubeclient.py.)
+    read_timeout_margin: float = 5.0
     # A watch that ends sooner than this without a single event counts as a failure.
     min_watch_seconds: float = 1.0
     backoff_initial: float = 0.8
@@ -482,12 +484,15 @@ class Reflector:
         """Watch from `resource_version` until the stream ends; True if it was productive."""
         options = self.options
         self._take_token()
-        timeout = options.min_watch_timeout * (1.0 + options.rng.random())
+        timeout_seconds = max(1, int(options.min_watch_timeout * (1.0 + options.watch_timeout_jitter
+                                                                  * options.rng.random())))
         stream = self._client.watch(
             self.kind,
             resource_version=self.resource_version,
-            timeout_seconds=max(1, int(timeout)),
-            read_timeout=min(timeout + options.read_timeout_margin, options.watch_idle_timeout),
+            timeout_seconds=timeout_seconds,
+            # The read timeout is per read: it runs from the last byte received, so it fires
+            # at most timeoutSeconds + margin after a link went silent.
+            read_timeout=timeout_seconds + options.read_timeout_margin,
             field_selector=self.spec.field_selector,
         )
         self._stream = stream
