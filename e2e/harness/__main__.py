@@ -111,7 +111,9 @@ def main(argv=None) -> int:
         log(f"e2e: differential: orders enumerated exhaustively for {t.orders_exhaustive} set requests; exact optimum "
             f"checked for {t.optimum_checked}; best below a first-fit order (information) {t.best_below_some_order}; "
             f"reference failures {t.reference_wrong}; best above optimum {t.best_above_optimum}; witness invalid "
-            f"{t.best_witness_invalid}; not converged {t.not_converged}")
+            f"{t.best_witness_invalid}; not converged {t.not_converged}; states with a quota naming both X and "
+            f"requests.X {t.quota_variant_states}, Karmada answers explained only by its reading one of them "
+            f"{t.karmada_quota_quirk}")
         for note in t.notes[:10]:
             log(f"e2e: note: {note}")
         for nodes in [int(x) for x in args.large.split(",") if x.strip()]:

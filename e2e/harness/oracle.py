@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
+import json
 import math
 import random
 import sys
@@ -228,3 +230,37 @@ class Reference:
             return self.first_fit.unschedulable_replicas(ref)
         except NotFound:
             return None
+
+
+def quota_variants(dump: Path, work: Path, limit: int = 4) -> list[Path]:
+    """Dumps of the same member where Karmada's quota reading could differ.
+
+    Karmada's quota plugin maps both `X` and `requests.X` of one quota onto the key `X`, and
+    which one wins depends on Go's map iteration order. For each quota naming both, each
+    variant keeps only one of them, so every answer Karmada can give is some variant's
+    answer. (Kubernetes enforces both; ours does too: the unmodified dump.)
+    """
+    objects = json.loads(dump.read_text())
+    pairs = []
+    for index, obj in enumerate(objects["items"]):
+        if obj.get("kind") != "ResourceQuota":
+            continue
+        hard = (obj.get("status") or {}).get("hard") or {}
+        for name in hard:
+            if not name.startswith(("requests.", "limits.")) and f"requests.{name}" in hard:
+                pairs.append((index, name))
+    pairs = pairs[:limit]
+    variants = []
+    for choice in itertools.product((0, 1), repeat=len(pairs)):
+        if not pairs:
+            break
+        changed = copy.deepcopy(objects)
+        for (index, name), drop_plain in zip(pairs, choice):
+            victim = name if drop_plain else f"requests.{name}"
+            for part in ("hard", "used"):
+                changed["items"][index]["status"].get(part, {}).pop(victim, None)
+            changed["items"][index]["spec"]["hard"].pop(victim, None)
+        path = work / f"{dump.stem}-variant{len(variants)}.json"
+        path.write_text(json.dumps(changed))
+        variants.append(path)
+    return variants
