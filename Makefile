@@ -75,7 +75,7 @@ $(E2E_BIN)/etcd-$(ETCD_VERSION): e2e/kube/go.mod e2e/kube/go.sum e2e/kube/cmd/et
 e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD_VERSION)
 
 e2e: $(STAMP) e2e-kube e2e-karmada
-	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness $(E2E_ARGS)
 
 # Karmada's peers (see e2e/karmada/README.md): its scheduler-estimator at both versions, and our
 # Go programs that call estimators and schedule through Karmada's own code. Built once per
