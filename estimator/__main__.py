@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Sequence
 
-from estimator import flags, logsetup
+from estimator import flags, logsetup, manifests
 from estimator.errors import SnapshotError
 from estimator.httpendpoints import BindAddressError
 from estimator.kernels import cache_note
@@ -88,12 +88,31 @@ def _wants_json(argv: list[str]) -> bool:
     return False
 
 
+class _EstimatorParser(_Parser):
+    """--cluster-name is required unless a subcommand runs. argparse's own `required=True`
+    would also demand it of `karmada-estimator manifests ...`, so it is checked here."""
+
+    subcommands: dict[str, argparse.ArgumentParser]
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extra = super().parse_known_args(args, namespace)
+        if parsed.command is None and parsed.cluster_name is None:
+            self.error("the following arguments are required: --cluster-name")
+        return parsed, extra
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = _EstimatorParser(
         prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # pflag has no abbreviations; --cluster must not mean --cluster-name
         epilog=cache_note(),
     )
+    commands = p.add_subparsers(dest="command", title="commands (without one: serve estimates)", metavar="[COMMAND]",
+                                parser_class=argparse.ArgumentParser)
+    render = commands.add_parser("manifests", help=manifests.SUMMARY, description=manifests.SUMMARY,
+                                 epilog=manifests.EPILOG)
+    manifests.add_arguments(render)
+    p.subcommands = {"manifests": render}
     src = p.add_argument_group("cluster state (one of)")
     src.add_argument("--snapshot", action="append", default=[], metavar="FILE",
                      help="kubectl-style file (v1 List YAML/JSON or multi-document YAML) describing the member; "
@@ -103,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "Overrides any value in kubeconfig.")
 
     g = p.add_argument_group("Karmada scheduler-estimator flags")
-    g.add_argument("--cluster-name", required=True, help="Name of member cluster that the estimator serves for.")
+    g.add_argument("--cluster-name", help="Name of member cluster that the estimator serves for (required).")
     g.add_argument("--kube-api-qps", type=_go(flags.parse_float32, "float32"), default=20.0,
                    help="QPS to use while talking with apiserver.")
     g.add_argument("--kube-api-burst", type=_go(flags.parse_int, "int"), default=30,
@@ -298,10 +317,6 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["manifests"]:
-        from estimator.manifests import main as manifests_main
-
-        return manifests_main(argv[1:])
     parser = build_parser()
     argv = flags.normalize_argv(argv, BOOL_FLAGS)
     parser.json_errors = _wants_json(argv)
@@ -309,7 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         # pflag's wording (Karmada's binary exits on these too)
         flag = next((a for a in extra if a.startswith("-")), None)
-        parser.error(f"unknown flag: {flag.split('=', 1)[0]}" if flag else f"unexpected argument: {extra[0]}")
+        failing = parser.subcommands[args.command] if args.command else parser
+        failing.error(f"unknown flag: {flag.split('=', 1)[0]}" if flag else f"unexpected argument: {extra[0]}")
+    if args.command == "manifests":
+        return manifests.run(parser.subcommands["manifests"], args)
     gates = feature_gates(args)
     options = log_options(parser, args, gates)
     _validate(parser, args)

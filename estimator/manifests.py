@@ -443,15 +443,22 @@ def to_yaml(options: Options, part: str = "all") -> str:
     return "".join(chunks)
 
 
+SUMMARY = "Render the Kubernetes manifests of the estimator for one member cluster."
+EPILOG = ("Host objects go to the cluster running Karmada (namespace --namespace); member objects "
+          "(ServiceAccount, token Secret, read-only ClusterRole) go to the member itself. "
+          "Secrets holding credentials are never rendered: see README, 'Operating the estimator'.")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The subcommand's parser on its own; `karmada-estimator manifests` is the same one,
+    added as a subparser of the estimator's command line (estimator/__main__.py)."""
+    p = argparse.ArgumentParser(prog="karmada-estimator manifests", description=SUMMARY, epilog=EPILOG)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     d = Options(cluster_name="x")
-    p = argparse.ArgumentParser(
-        prog="karmada-estimator manifests",
-        description="Render the Kubernetes manifests of the estimator for one member cluster.",
-        epilog="Host objects go to the cluster running Karmada (namespace --namespace); member objects "
-               "(ServiceAccount, token Secret, read-only ClusterRole) go to the member itself. "
-               "Secrets holding credentials are never rendered: see README, 'Operating the estimator'.",
-    )
     p.add_argument("--cluster-name", required=True, help="Member cluster name, as registered in Karmada.")
     p.add_argument("--image", default=d.image, help=f"Estimator image (default {d.image}).")
     p.add_argument("--image-pull-policy", default=d.image_pull_policy, choices=("Always", "IfNotPresent", "Never"))
@@ -483,7 +490,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--v", type=int, default=0, dest="log_verbosity", help="Estimator log verbosity.")
     p.add_argument("-o", "--output-dir", type=Path, default=None,
                    help="Write <cluster>-host.yaml and <cluster>-member.yaml here instead of stdout.")
-    return p
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -493,7 +499,11 @@ def options_from(args: argparse.Namespace) -> Options:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    return run(parser, parser.parse_args(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Render what the parsed arguments ask for; a bad option is parser.error (exit 2)."""
     options = options_from(args)
     try:
         check(options)

@@ -55,6 +55,33 @@ def test_bad_flags_exit_2():
     assert run_cli("--snapshot", "x").returncode == 2  # --cluster-name is required
 
 
+def test_help_lists_the_manifests_subcommand():
+    shown = run_cli("--help")
+    assert shown.returncode == 0
+    assert "manifests" in shown.stdout and "Render the Kubernetes manifests" in shown.stdout
+    sub = run_cli("manifests", "--help")
+    assert sub.returncode == 0 and sub.stdout.startswith("usage: karmada-estimator manifests")
+
+
+def test_the_subcommand_parses_as_the_manifests_tool_does():
+    from estimator import __main__ as cli
+    from estimator import manifests
+
+    argv = ["--cluster-name", "member-b", "--packing", "first-fit", "--parallelism", "4", "--v", "3", "--part", "host"]
+    args = cli.build_parser().parse_args(["manifests", *argv])
+    assert args.command == "manifests"
+    assert manifests.options_from(args) == manifests.options_from(manifests.build_parser().parse_args(argv))
+
+
+def test_the_subcommand_needs_its_own_cluster_name_and_names_unknown_flags():
+    missing = run_cli("manifests", "--part", "host")
+    assert missing.returncode == 2 and "--cluster-name" in missing.stderr
+    unknown = run_cli("manifests", "--cluster-name", "b", "--nope")
+    assert unknown.returncode == 2 and "karmada-estimator manifests: error: unknown flag: --nope" in unknown.stderr
+    rendered = run_cli("manifests", "--cluster-name", "member-b", "--part", "member")
+    assert rendered.returncode == 0 and "kind: ClusterRole" in rendered.stdout
+
+
 def test_sighup_reloads_and_a_bad_reload_keeps_serving(tmp_path):
     snapshot = tmp_path / "member.yaml"
     shutil.copy(DEMO / "member-a.yaml", snapshot)
