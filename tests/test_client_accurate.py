@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import threading
-import time
 from concurrent import futures
 
 import grpc
@@ -94,22 +93,22 @@ def test_the_request_names_the_cluster_and_carries_the_object_metadata(fake):
 
 
 def test_one_deadline_bounds_the_whole_fan_out_and_a_slow_estimator_counts_as_unknown(fake, estimators):
-    _, slow = fake(sets=9, delay=5.0)
+    # The slow estimator holds its answer until the test ends, so only the deadline can
+    # end its call: it was asked, cut off, and the other member still answered.
+    servicer, slow = fake(sets=9, delay=600.0)
     endpoints = [Endpoint("member-slow", slow), estimators["member-c"]]
-    started = time.monotonic()
-    answers = ask_all(endpoints, QUERY, TRAIN_BIG.object_key, timeout=0.5)
-    elapsed = time.monotonic() - started
+    answers = ask_all(endpoints, QUERY, TRAIN_BIG.object_key, timeout=5.0)
     assert answers["member-slow"].value == -1 and "deadline exceeded" in answers["member-slow"].reason
+    assert len(servicer.requests) == 1 and not servicer.release.is_set()
     assert answers["member-c"].value == 1
-    assert elapsed < 1.5, f"the fan-out took {elapsed:.2f}s with a 0.5s deadline"
 
 
-def test_an_unreachable_estimator_counts_as_unknown_quickly():
+def test_an_unreachable_estimator_counts_as_unknown_without_waiting_for_the_deadline():
+    # Refused at once, so the reason is "unreachable", not the deadline running out.
     address = f"127.0.0.1:{free_port()}"
-    started = time.monotonic()
-    answer = ask_component_sets(Endpoint("member-gone", address), QUERY, TRAIN_BIG.object_key, 3.0)
+    answer = ask_component_sets(Endpoint("member-gone", address), QUERY, TRAIN_BIG.object_key, 60.0)
     assert answer.value == -1 and f"unreachable at {address}" in answer.reason
-    assert time.monotonic() - started < 2.0
+    assert "deadline" not in answer.reason
 
 
 def test_an_estimator_error_is_kept_as_the_reason(estimators):

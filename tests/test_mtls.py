@@ -30,7 +30,7 @@ from servers import DEMO, quantity, start_server
 
 # The name karmada-scheduler dials (pkg/estimator/client/service.go), as a SAN.
 SERVER_NAME = "karmada-scheduler-estimator-member-a.karmada-system.svc.cluster.local"
-FAST = 5.0  # seconds: every call has this deadline; a refusal must come well before it
+FAST = 5.0  # seconds: every call's deadline; a refusal is UNAVAILABLE, a hang DEADLINE_EXCEEDED
 
 
 # ---------------------------------------------------------------------------------------
@@ -141,12 +141,10 @@ def ask(channel: grpc.Channel) -> int:
 
 
 def assert_refused(channel: grpc.Channel) -> None:
-    started = time.monotonic()
+    # UNAVAILABLE, not DEADLINE_EXCEEDED: the handshake was refused, the call did not hang.
     with pytest.raises(grpc.RpcError) as refused:
         ask(channel)
-    elapsed = time.monotonic() - started
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, refused.value
-    assert elapsed < FAST / 2, f"refusal took {elapsed:.1f}s: looks like a hang"
 
 
 @pytest.fixture(scope="module")
