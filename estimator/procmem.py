@@ -84,8 +84,9 @@ def release_clean_file_pages(path_contains: str, smaps_path: str = "/proc/self/s
 
 def trim_heap() -> bool:
     """Hand the C heap's free pages back to the system (glibc's malloc_trim); False where there
-    is none. With pymalloc (CPython's default) small objects live in its own arenas, so this
-    matters mostly for large buffers and under PYTHONMALLOC=malloc."""
+    is none. Under pymalloc (CPython's default) small objects live in its own 1 MiB arenas and
+    this returns little; under PYTHONMALLOC=malloc it returns the freed pages of a parsed
+    member document (benchmarks/startup.py, the loader's heap)."""
     try:
         trim = ctypes.CDLL(ctypes.util.find_library("c") or None).malloc_trim
     except (OSError, AttributeError):

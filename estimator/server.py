@@ -223,7 +223,7 @@ class EstimatorServer:
         # Serving runs compiled kernels only; LLVM's code pages (about half this process's
         # RSS on a small member) come back from the file if something compiles again.
         released = procmem.release_clean_file_pages("libllvmlite")
-        procmem.trim_heap()  # the loader's freed buffers
+        procmem.trim_heap()  # the parsed member document's freed pages (under PYTHONMALLOC=malloc)
         log.info("released %.0f MB of LLVM library pages after warm-up; memory now %s", released,
                  ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()))
 
