@@ -17,6 +17,7 @@ import itertools
 import json
 import math
 import random
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -181,7 +182,7 @@ def reachable(arrays: SetsArrays, answers: OrderAnswers, value: int, seed: int,
     return found
 
 
-def optimum(arrays: SetsArrays, n_nodes: int, budget_sets: int = 64) -> int | None:
+def optimum(arrays: SetsArrays, n_nodes: int, budget_sets: int = 64, budget_seconds: float = 5.0) -> int | None:
     """The exact best number of sets (quota applied), or None when too big to search here."""
     if n_nodes > 8:
         return None
@@ -192,8 +193,25 @@ def optimum(arrays: SetsArrays, n_nodes: int, budget_sets: int = 64) -> int | No
             hi = min(hi, room // int(r))
     if hi > budget_sets:
         return None
-    sets, _ = naive.exhaustive(arrays.available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    # The exhaustive search can blow up on an unlucky member; give it a CPU-time budget.
+    previous = signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, budget_seconds)
+    try:
+        sets, _ = naive.exhaustive(arrays.available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    except _OutOfTime:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     return min(sets, arrays.quota)
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _out_of_time(_signum, _frame):
+    raise _OutOfTime()
 
 
 class Reference:
