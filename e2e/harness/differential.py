@@ -27,7 +27,6 @@ class Tally:
     best_witness_invalid: int = 0
     best_below_some_order: int = 0  # information: exhaustive orders found a first-fit above best
     not_converged: int = 0
-    karmada_answer_sets: dict = field(default_factory=dict)
     optimum_checked: int = 0
     quota_variant_states: int = 0  # states with a quota naming both X and requests.X
     karmada_quota_quirk: int = 0  # Karmada answers explained only by reading one of the two
@@ -156,7 +155,6 @@ class Differential:
                 ok = False
                 self._report(state, dump, "an estimator failed a MaxAvailableComponentSets call", detail)
                 continue
-            t.karmada_answer_sets.setdefault(n, 0)
             ours_ok = oracle.reachable(arrays, answers, ours_ff.value, state.seed)
             karmada_ok = oracle.reachable(arrays, answers, k.value, state.seed)
             karmada_by_quirk = not karmada_ok and any(oracle.reachable(a, ans, k.value, state.seed) for a, ans in others)
