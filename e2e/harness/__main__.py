@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         if estclient.exists() and args.client_states > 0:
             ours_mtls, tls = client.mtls_estimator(bed.kubeconfig, args.work)
             ours_mtls.start()
-        else:
+        elif args.client_states > 0:
             log(f"e2e: {estclient} missing: no calls through Karmada's client (client: 0/0)")
         diff = Differential(pop, args.work, ours_ff, ours_best, karmada, args.regressions, log)
         for i in range(args.states):
