@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, large, procs
+from e2e.harness import client, faults, large, placement, procs
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -45,6 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-faults", action="store_true", help="skip the apiserver fault checks")
     p.add_argument("--large", default="1000,5000,10000",
                    help="node counts of the large members, comma-separated ('' for none)")
+    p.add_argument("--placement-fleets", type=int, default=50,
+                   help="random fleets scheduled by Karmada's scheduler and karmada-place (0 skips)")
+    p.add_argument("--no-placement", action="store_true", help="skip the placement check")
     return p.parse_args(argv)
 
 
@@ -121,6 +124,10 @@ def main(argv=None) -> int:
         if not args.no_faults:
             done = faults.run_all(diff, bed, args.seed + 100000, log)
             results["faults"] = (sum(r.converged for r in done), len(done))
+        if not args.no_placement and args.placement_fleets > 0:
+            ptally = placement.run(args.bin_dir / f"karmada-schedule-{v['KARMADA_VERSION']}", args.work / "placement",
+                                   args.placement_fleets, args.seed, log)
+            results["placement"] = (ptally.equal, ptally.fleets)
     except Exception:
         traceback.print_exc()
         log("e2e: the bed could not run to the end (see above); stopping every process it started")
