@@ -1,11 +1,17 @@
-"""The estimate step: every component-set answer comes with a placement that checks out
-against the snapshot it was computed on, also when a quota caps the answer."""
+"""The estimate step: answers checked against hand-worked values and tests/naive.py's packing,
+and the witness placement (`SetsEstimate.witness()`, trimmed when a quota caps the answer)
+checked against the snapshot it was computed on.
+
+The product builds the witness only for the --v 4 debug log and does not check it at run
+time (the kernels check a best-mode placement before returning it); this file is where the
+estimate-level witness is checked."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import naive
 from builders import node, quota
 from estimator.cache import ClusterCache
 from estimator.errors import NotReady
@@ -45,15 +51,52 @@ def check_witness(estimate, query: ComponentSetsQuery) -> None:
     assert (used <= snapshot.available).all()
 
 
+# Worked out by hand from deploy/demo: a worker needing 3 GPUs fits no node of member-a or
+# member-b (2 GPUs each); member-b: 3 nodes x 2 GPUs / 2 per set (its control plane is
+# tainted NoSchedule and has no GPU); member-c: 8 GPUs / 2 per set, or two 3-GPU workers.
+DEMO_SETS = {("member-a", 1): 1, ("member-a", 3): 0, ("member-b", 1): 3, ("member-b", 3): 0,
+             ("member-c", 1): 4, ("member-c", 3): 1}
+TAINTED = {"member-b-control-plane"}  # the demo query tolerates nothing
+
+
+def naive_sets(snapshot, query: ComponentSetsQuery) -> tuple[int, int]:
+    """(Karmada's first-fit, the exhaustive optimum) by tests/naive.py on the snapshot's free
+    amounts, with eligibility taken from the YAML (TAINTED), not from the estimator's filters."""
+    columns = ["pods"] + sorted({name for c in query.components for name, _ in c.shape.requests})
+    available = [[int(snapshot.available[n, snapshot.column(name)]) if snapshot.column(name) is not None else 0
+                  for name in columns] for n in range(snapshot.num_nodes)]
+    requests = [[1] + [c.shape.request(name) for name in columns[1:]] for c in query.components]
+    replicas = [c.replicas for c in query.components]
+    masks = [[name not in TAINTED for name in snapshot.node_names] for _ in query.components]
+    upper = 2**31 - 1
+    return naive.first_fit(available, requests, replicas, masks, upper)[0], \
+        naive.exhaustive(available, requests, replicas, masks, upper)[0]
+
+
 @pytest.mark.parametrize("packing", ["best", "first-fit"])
 @pytest.mark.parametrize("member", ["member-a", "member-b", "member-c"])
 @pytest.mark.parametrize("gpus", [1, 3])
-def test_demo_answers_have_a_valid_witness(member, gpus, packing):
+def test_demo_answers_match_hand_and_naive_packing_and_their_witness_fits(member, gpus, packing):
     state = load_snapshot([DEMO / f"{member}.yaml"])
-    estimator = Estimator(state.snapshot, packing=packing)
     query = train(gpus)
-    estimate = estimator.max_available_component_sets(query)
+    estimate = Estimator(state.snapshot, packing=packing).max_available_component_sets(query)
+    first_fit, optimum = naive_sets(estimate.snapshot, query)
+    assert (estimate.sets, first_fit, optimum) == (DEMO_SETS[member, gpus],) * 3
     check_witness(estimate, query)
+
+
+# A 0 must come from the GPUs: with fewer GPUs per worker the same member holds a set
+# (member-a: its 2 GPUs take two 1-GPU workers; member-b: one 2-GPU worker per node, 3 of 2).
+@pytest.mark.parametrize("packing", ["best", "first-fit"])
+@pytest.mark.parametrize("member,gpus,sets", [("member-a", 1, 1), ("member-b", 2, 1)])
+def test_a_zero_answer_is_the_gpus_and_fewer_gpus_per_worker_fit(member, gpus, sets, packing):
+    estimator = Estimator(load_snapshot([DEMO / f"{member}.yaml"]).snapshot, packing=packing)
+    zero = estimator.max_available_component_sets(train(3))
+    assert zero.sets == 0 and zero.bound == 0
+    packing_result = zero.outcome.results["NodeResourceEstimator"]
+    assert (packing_result.value, packing_result.reason) == (0, "no enough resources")
+    assert zero.witness() == {"master": {}, "worker": {}}
+    assert estimator.max_available_component_sets(train(gpus)).sets == sets
 
 
 def test_a_quota_caps_the_answer_and_the_witness_is_trimmed_to_it():
@@ -73,8 +116,14 @@ def test_no_state_yet_is_not_ready():
 
 
 def test_a_member_without_nodes_answers_zero_before_any_plugin():
-    estimate = Estimator(ClusterCache().snapshot).max_available_component_sets(train(1))
-    assert (estimate.sets, estimate.outcome) == (0, None)
+    cache = ClusterCache()
+    estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
+    assert (estimate.sets, estimate.outcome, estimate.bound, estimate.witness()) == (0, None, 0, None)
+    # The same query on one node that holds exactly one set (2 GPUs) runs the plugins and answers 1.
+    cache.upsert_node(node("gpu-2").cpu(1).memory("1Gi").gpu(2).build())
+    estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
+    assert estimate.sets == 1 and estimate.outcome is not None
+    check_witness(estimate, train(1))
 
 
 def test_a_quota_that_binds_makes_the_answer_proven_optimal():
