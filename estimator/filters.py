@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from estimator.model import (
+    HOSTNAME_LABEL,
     NO_EXECUTE,
     NO_SCHEDULE,
     OP_DOES_NOT_EXIST,
@@ -35,12 +36,12 @@ from estimator.model import (
     TOLERATION_EQUAL,
     TOLERATION_EXISTS,
     NodeClaim,
+    NodeClass,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Taint,
     Toleration,
 )
-from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass
 
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", value="", effect=NO_SCHEDULE)
 NODE_NAME_FIELD = "metadata.name"
@@ -182,6 +183,22 @@ def node_passes(
 # --- the vectorised mask ----------------------------------------------------------------
 
 
+class NodeView(Protocol):
+    """What `node_mask` reads of a cluster: ClusterSnapshot provides it. Stated here so the
+    filters depend on the model only and the snapshot depends on the filters, not both ways."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    classes: tuple[NodeClass, ...]
+    node_class: np.ndarray  # int32 [N], index into `classes`
+    hostnames: tuple[str | None, ...]
+
+    def node_position(self, name: str) -> int | None: ...
+
+    def hostname_positions(self) -> Mapping[str, np.ndarray]: ...
+
+
 @dataclass(frozen=True)
 class _SplitTerm:
     """A valid term split into what a class decides and what each node decides."""
@@ -220,7 +237,7 @@ def _per_class(values: Iterable[bool], count: int) -> np.ndarray:
     return np.fromiter(values, dtype=bool, count=count)
 
 
-def _hostname_mask(snapshot: ClusterSnapshot, req: NodeSelectorRequirement) -> np.ndarray:
+def _hostname_mask(snapshot: NodeView, req: NodeSelectorRequirement) -> np.ndarray:
     """One hostname requirement over all nodes, from the hostname -> positions index."""
     positions = snapshot.hostname_positions()
     mask = np.zeros(snapshot.num_nodes, dtype=bool)
@@ -240,7 +257,7 @@ def _hostname_mask(snapshot: ClusterSnapshot, req: NodeSelectorRequirement) -> n
     return mask
 
 
-def _field_mask(snapshot: ClusterSnapshot, req: NodeSelectorRequirement) -> np.ndarray:
+def _field_mask(snapshot: NodeView, req: NodeSelectorRequirement) -> np.ndarray:
     if req.key != NODE_NAME_FIELD:
         return np.full(snapshot.num_nodes, _field_matches("", req), dtype=bool)
     mask = np.zeros(snapshot.num_nodes, dtype=bool)
@@ -250,7 +267,7 @@ def _field_mask(snapshot: ClusterSnapshot, req: NodeSelectorRequirement) -> np.n
     return mask if req.operator == OP_IN else ~mask
 
 
-def node_mask(snapshot: ClusterSnapshot, claim: NodeClaim) -> np.ndarray:
+def node_mask(snapshot: NodeView, claim: NodeClaim) -> np.ndarray:
     """bool[N]: the nodes of `snapshot` (in its order) on which `claim` may run."""
     n = snapshot.num_nodes
     if n == 0:

@@ -27,6 +27,11 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NO_EXECUTE = "NoExecute"
 TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 
+# Unique per node: filters and the cache keep it out of NodeClass (see ClusterSnapshot.hostnames).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Pod phases after which a pod holds no resources (the scheduler and Karmada skip these pods).
+TERMINAL_POD_PHASES = ("Succeeded", "Failed")
+
 
 @dataclass(frozen=True)
 class NodeSelectorRequirement:
@@ -57,6 +62,18 @@ class Taint:
     key: str
     value: str = ""
     effect: str = NO_SCHEDULE
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    """Nodes that no filter can tell apart: same labels, taints and cordon state."""
+
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+
+    def label_dict(self) -> dict[str, str]:
+        return dict(self.labels)
 
 
 @dataclass(frozen=True)

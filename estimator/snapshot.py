@@ -12,25 +12,12 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from estimator.model import NodeClaim, Taint
+from estimator.filters import node_mask
+from estimator.model import HOSTNAME_LABEL, NodeClaim, NodeClass
 from estimator.resources import PODS
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 if TYPE_CHECKING:
     from estimator.workloads import WorkloadIndex
-
-
-@dataclass(frozen=True)
-class NodeClass:
-    """Nodes that no filter can tell apart: same labels, taints and cordon state."""
-
-    labels: tuple[tuple[str, str], ...]
-    taints: tuple[Taint, ...]
-    unschedulable: bool
-
-    def label_dict(self) -> dict[str, str]:
-        return dict(self.labels)
 
 
 @dataclass(frozen=True)
@@ -121,8 +108,6 @@ class ClusterSnapshot:
         """bool[N]: nodes that pass `claim`'s filters; cached per claim for this snapshot."""
         mask = self._masks.get(claim)
         if mask is None:
-            from estimator.filters import node_mask
-
             mask = node_mask(self, claim)
             mask.setflags(write=False)
             with self._lock:
