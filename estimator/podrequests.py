@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from estimator.resources import CPU, MEMORY, QuantityError, is_counted, is_hugepages, quantity_to_int
+from estimator.resources import CPU, MEMORY, is_counted, is_hugepages, parse_resource_list
 
 # Restartable init containers ("sidecars") have this container-level restartPolicy.
 SIDECAR_RESTART_POLICY = "Always"
@@ -30,30 +30,7 @@ def _is_pod_level_resource(name: str) -> bool:
 
 def _parse_list(resource_list: Any, where: str) -> dict[str, int]:
     """A ResourceList's counted entries as ints; `where` names the owner in errors."""
-    if resource_list is None:
-        return {}
-    if not isinstance(resource_list, dict):
-        raise ValueError(f"{where}: expected a mapping of resource names to quantities")
-    parsed: dict[str, int] = {}
-    for name, value in resource_list.items():
-        if not is_counted(name):
-            continue
-        try:
-            parsed[name] = quantity_to_int(name, _quantity_text(value))
-        except QuantityError as err:
-            raise ValueError(f"{where}: {name}: {err}") from None
-    return parsed
-
-
-def _quantity_text(value: Any) -> str:
-    # YAML turns `cpu: 2` into an int and `cpu: 0.5` into a float; kubectl prints strings.
-    if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)  # "nan" and "inf" then fail to parse, as they should
-    return value
+    return parse_resource_list(resource_list, where, keep=is_counted)
 
 
 def _container_requests(container: Any, kind: str, index: int) -> dict[str, int]:

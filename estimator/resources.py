@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from decimal import ROUND_CEILING, Decimal, localcontext
 from functools import lru_cache
+from typing import Any, Callable, Mapping
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -42,6 +43,16 @@ _MAX_QUANTITY_LENGTH = 64
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity, or one too large for int64."""
+
+
+class ResourceListError(ValueError):
+    """A ResourceList that cannot be read. `where` names the list (e.g. "status.allocatable"),
+    `name` the resource ("" when the list itself is wrong), `problem` what is wrong; callers
+    with their own error type re-raise from these three."""
+
+    def __init__(self, where: str, name: str, problem: str):
+        self.where, self.name, self.problem = where, name, problem
+        super().__init__(f"{where}: {name}: {problem}" if name else f"{where}: {problem}")
 
 
 def _is_qualified_name(value: str) -> bool:
@@ -138,3 +149,51 @@ def quantity_to_int(name: str, text: str) -> int:
     if not -MAX_INT64 - 1 <= as_int <= MAX_INT64:
         raise QuantityError(f"{name}={text!r} is out of range for a 64-bit count")
     return as_int
+
+
+def quantity_text(value: Any) -> str:
+    """A quantity as written in a YAML or JSON file: YAML turns `cpu: 2` into an int and
+    `cpu: 0.5` into a float, kubectl prints strings; anything else is refused."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)  # "nan" and "inf" then fail to parse, as they should
+    raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
+
+
+def parse_resource_list(
+    resource_list: Any,
+    where: str,
+    keep: Callable[[str], bool] | None = None,
+    allow_negative: bool = True,
+) -> dict[str, int]:
+    """A ResourceList (name -> quantity) as int64 units (`quantity_to_int`), the one reader of
+    requests, limits, overhead, allocatable, capacity and quota amounts.
+
+    None (an absent list) reads as empty. `keep` picks the names to read (default: all);
+    the rest are not even parsed. `allow_negative=False` refuses negative amounts (the API
+    server refuses them where a count would otherwise wrap sums). ResourceListError names
+    `where` and the resource.
+    """
+    if resource_list is None:
+        return {}
+    if not isinstance(resource_list, dict) and not isinstance(resource_list, Mapping):  # dict: the fast common case
+        raise ResourceListError(
+            where, "", f"expected a mapping of resource names to quantities, got {type(resource_list).__name__}"
+        )
+    parsed: dict[str, int] = {}
+    for name, value in resource_list.items():
+        if keep is not None and not keep(name):
+            continue
+        try:
+            amount = quantity_to_int(name, value if isinstance(value, str) else quantity_text(value))
+        except QuantityError as err:
+            raise ResourceListError(where, str(name), str(err)) from None
+        if amount < 0 and not allow_negative:
+            raise ResourceListError(where, str(name), f"{value!r} is negative")
+        parsed[name] = amount
+    return parsed

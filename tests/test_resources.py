@@ -18,10 +18,12 @@ from kubernetes.utils import parse_quantity as reference_parse_quantity
 from estimator.resources import (
     MAX_INT64,
     QuantityError,
+    ResourceListError,
     is_counted,
     is_extended,
     is_scalar,
     parse_quantity,
+    parse_resource_list,
     quantity_to_int,
 )
 
@@ -203,3 +205,39 @@ def quantity_strings(draw):
 @given(quantity_strings())
 def test_parse_quantity_equals_the_reference_on_generated_quantities(text):
     assert parse_quantity(text) == reference_parse_quantity(text)
+
+
+# --- ResourceList reading -------------------------------------------------------------------
+
+RESOURCE_LISTS = [
+    ("an absent list reads as empty", None, {}, {}),
+    ("strings from kubectl", {"cpu": "1500m", "memory": "1Gi"}, {}, {"cpu": 1500, "memory": 2**30}),
+    ("YAML numbers: int and float", {"cpu": 2, "memory": 0.5}, {}, {"cpu": 2000, "memory": 1}),
+    ("keep picks names before parsing", {"cpu": "1", "example.com/junk": "not-a-quantity"},
+     {"keep": lambda name: name == "cpu"}, {"cpu": 1000}),
+    ("negative amounts pass unless refused", {"cpu": "-1"}, {}, {"cpu": -1000}),
+]
+
+
+@pytest.mark.parametrize("resource_list, kwargs, expected", cases(RESOURCE_LISTS))
+def test_parse_resource_list(resource_list, kwargs, expected):
+    assert parse_resource_list(resource_list, "spec.overhead", **kwargs) == expected
+
+
+BAD_RESOURCE_LISTS = [
+    ("a list is not a mapping", ["cpu"], {}, "", "status.allocatable: expected a mapping of resource names"),
+    ("a malformed quantity names the resource", {"cpu": "lots"}, {}, "cpu",
+     r"status.allocatable: cpu: 'lots' is not a quantity"),
+    ("a bool is not a quantity", {"memory": True}, {}, "memory", r"status.allocatable: memory: True is not"),
+    ("null is not a quantity", {"memory": None}, {}, "memory", "memory: expected a quantity string, got NoneType"),
+    ("a negative count is refused on request", {"pods": "-3"}, {"allow_negative": False}, "pods",
+     r"status.allocatable: pods: '-3' is negative"),
+]
+
+
+@pytest.mark.parametrize("resource_list, kwargs, name, message", cases(BAD_RESOURCE_LISTS))
+def test_parse_resource_list_names_the_field(resource_list, kwargs, name, message):
+    with pytest.raises(ResourceListError, match=message) as info:
+        parse_resource_list(resource_list, "status.allocatable", **kwargs)
+    assert (info.value.where, info.value.name) == ("status.allocatable", name)
+    assert isinstance(info.value, ValueError)  # callers that catch ValueError keep working
