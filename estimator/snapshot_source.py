@@ -10,23 +10,18 @@ the problem; nothing is returned unless every file loaded.
 from __future__ import annotations
 
 import gc
-import json
 import logging
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import orjson
-import yaml
-
 from estimator.cache import ClusterCache
 from estimator.errors import SnapshotError
+from estimator.kubefiles import ObjectFileError, read_objects
 from estimator.resources import QuantityError
 
 log = logging.getLogger(__name__)
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _feeders(cache: ClusterCache) -> dict[str, Callable[[Mapping], None]]:
@@ -39,27 +34,6 @@ def _feeders(cache: ClusterCache) -> dict[str, Callable[[Mapping], None]]:
     }
 
 
-def _documents(path: Path, text: str) -> list[Any]:
-    """Top-level documents of a file: JSON when it looks like JSON, else (multi-doc) YAML."""
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            return [orjson.loads(text)]  # ~1.5x the stdlib parser on big member files
-        except orjson.JSONDecodeError:
-            pass
-        try:  # only to report where the file is broken
-            return [json.loads(text)]
-        except json.JSONDecodeError as err:
-            raise SnapshotError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
-    try:
-        return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise SnapshotError(f"{path}: invalid YAML{where}: {err.problem or err.context}") from None
-    except yaml.YAMLError as err:
-        raise SnapshotError(f"{path}: invalid YAML: {err}") from None
-
-
 def _describe(obj: Any, index: int) -> str:
     if not isinstance(obj, dict):
         return f"object #{index}"
@@ -69,44 +43,15 @@ def _describe(obj: Any, index: int) -> str:
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
 
 
-def _objects(path: Path, documents: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-    """(index in file, object) for every object, `*List` items expanded in place."""
-    index = 0
-    for document in documents:
-        if document is None:
-            continue  # an empty YAML document (e.g. a trailing ---)
-        items = None
-        if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
-            items = document.get("items") or []
-            if not isinstance(items, list):
-                raise SnapshotError(f"{path}: {document['kind']}: items is not a list")
-            # API-server lists (PodList, ...) omit each item's kind.
-            item_kind = document["kind"][: -len("List")]
-            for item in items:
-                if isinstance(item, dict) and "kind" not in item and item_kind:
-                    item = {**item, "kind": item_kind}
-                yield index, item
-                index += 1
-        elif isinstance(document, list):  # a bare JSON array of objects
-            for item in document:
-                yield index, item
-                index += 1
-        else:
-            yield index, document
-            index += 1
-
-
 def _load_file(cache: ClusterCache, path: Path) -> int:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SnapshotError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SnapshotError(f"{path}: cannot read: {err}") from None
+        objects = read_objects(path)
+    except ObjectFileError as err:
+        raise SnapshotError(str(err)) from None
     feeders = _feeders(cache)
     ignored: Counter[str] = Counter()
     loaded = 0
-    for index, obj in _objects(path, _documents(path, text)):
+    for index, obj in enumerate(objects):
         if not isinstance(obj, dict):
             raise SnapshotError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, got {type(obj).__name__}")
         kind = obj.get("kind")
