@@ -23,7 +23,7 @@ from typing import Sequence
 
 import grpc
 
-from estimator.model import ComponentSetsQuery
+from estimator.api import ComponentSetsQuery
 from estimator.pb import service_pb2_grpc
 from scheduler_client.wire import component_sets_request
 

@@ -21,8 +21,7 @@ from typing import Sequence
 
 import yaml
 
-from estimator.flags import FlagValueError
-from estimator.flags import parse_duration as parse_go_duration
+from estimator.api import FlagValueError, parse_go_duration
 from scheduler_client import accurate, doctor, report
 from scheduler_client.clusters import to_cluster_object
 from scheduler_client.gates import RESOURCE_MODELING, GateError, parse_gates

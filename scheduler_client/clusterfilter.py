@@ -13,8 +13,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from estimator.filters import requirement_matches, tolerates
-from estimator.model import NO_EXECUTE, NO_SCHEDULE, OP_DOES_NOT_EXIST, OP_EXISTS, OP_IN, OP_NOT_IN, Toleration
+from estimator.api import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    OP_DOES_NOT_EXIST,
+    OP_EXISTS,
+    OP_IN,
+    OP_NOT_IN,
+    Toleration,
+    requirement_matches,
+    tolerates,
+)
 from scheduler_client.members import Member
 from scheduler_client.policy import ClusterAffinity
 

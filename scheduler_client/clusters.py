@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from estimator.model import Taint
-from estimator.resources import MAX_INT64, QuantityError, parse_quantity, quantity_to_int
+from estimator.api import MAX_INT64, QuantityError, Taint, parse_quantity, quantity_to_int
 from scheduler_client.general import ResourceSummary, memory_like
 from scheduler_client.resourcemodels import GradeCount, ModelRange, ResourceModel, standardize
 from scheduler_client.wire import quantity_string

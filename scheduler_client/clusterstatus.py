@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from estimator.resources import PODS, QuantityError, is_counted, quantity_to_int
+from estimator.api import PODS, QuantityError, is_counted, quantity_to_int
 from scheduler_client.general import ResourceSummary
 from scheduler_client.resourcemodels import GradeCount, ResourceModel, grade_counts
 

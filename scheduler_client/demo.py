@@ -19,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from estimator import kernels
-from estimator.model import ComponentSetsQuery
+from estimator.api import ComponentSetsQuery, warmup_kernels
 from scheduler_client import accurate, cli
 from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
 from scheduler_client.launch import LocalEstimator, wait_serving
@@ -180,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         # estimator's resource models); the estimators started after it only load it. Cold,
         # six processes compiling at once on two cores waited ~46 s (benchmarks/startup.py).
         warm_started = time.monotonic()
-        kernels.warmup()
+        warmup_kernels()
         # estimator.kernels has set NUMBA_CACHE_DIR, which the estimators inherit.
         print(f"kernels compiled (or loaded from {os.environ['NUMBA_CACHE_DIR']}) in "
               f"{time.monotonic() - warm_started:.1f}s", flush=True)

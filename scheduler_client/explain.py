@@ -14,9 +14,17 @@ from typing import Sequence
 
 import numpy as np
 
-from estimator.filters import UNSCHEDULABLE_TAINT, node_passes, taints_tolerated, tolerates
-from estimator.model import NO_EXECUTE, NO_SCHEDULE, Component, NodeClaim
-from estimator.snapshot import ClusterSnapshot
+from estimator.api import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    UNSCHEDULABLE_TAINT,
+    ClusterSnapshot,
+    Component,
+    NodeClaim,
+    node_passes,
+    taints_tolerated,
+    tolerates,
+)
 from scheduler_client.general import set_demand
 from scheduler_client.units import human
 

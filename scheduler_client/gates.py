@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from estimator.flags import (
+from estimator.api import (
     ALL_GATES,
     FEATURE_GATES,
     FeatureGates,

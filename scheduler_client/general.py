@@ -15,7 +15,7 @@ format memory allocatable or a memory request that is not a multiple of 1Ki is o
 in Karmada's summary path.
 
 Pure: amounts are int64 (cpu in millicores); the only non-Python work is the first-fit
-kernel from estimator.kernels, the same one the accurate estimator uses.
+kernel (estimator.api.first_fit_sets), the same one the accurate estimator uses.
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from estimator import kernels
-from estimator.model import Component
-from estimator.resources import CPU, MAX_INT32, PODS
+from estimator.api import CPU, MAX_INT32, PODS, Component, first_fit_sets
 from scheduler_client.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
 from scheduler_client.units import human
 
@@ -195,7 +193,7 @@ def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | N
     requests = np.array([[1, *(c.shape.request(name) for name in columns[1:])] for c in components], dtype=np.int64)
     replicas = np.array([c.replicas for c in components], dtype=np.int64)
     masks = np.ones((len(components), len(nodes)), dtype=np.bool_)  # model nodes have no labels or taints
-    packing = kernels.first_fit_sets(available, requests, replicas, masks, MAX_INT32)
+    packing = first_fit_sets(available, requests, replicas, masks, MAX_INT32)
     why = f"first-fit on {len(nodes)} model nodes: {_grades_text(nodes, sorted(described))}"
     if blind:
         why += f"; a model node has no {', '.join(blind)}, so Karmada answers 0"

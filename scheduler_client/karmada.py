@@ -32,8 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from estimator.filters import tolerates
-from estimator.model import NO_EXECUTE, NO_SCHEDULE
+from estimator.api import NO_EXECUTE, NO_SCHEDULE, tolerates
 from scheduler_client import clusterfilter, gates as feature_gates
 from scheduler_client.general import UNKNOWN, model_sets, summary_sets
 from scheduler_client.interpreters import KARMADA_BUILTIN, Job

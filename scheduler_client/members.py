@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from estimator.model import Taint
-from estimator.snapshot import ClusterSnapshot
+from estimator.api import ClusterSnapshot, Taint
 from scheduler_client import clusterstatus
 from scheduler_client.clusters import ClusterObject
 from scheduler_client.general import ResourceSummary

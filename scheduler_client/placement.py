@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from estimator.model import ComponentSetsQuery
+from estimator.api import ComponentSetsQuery
 from scheduler_client import clusterfilter, explain, gates as feature_gates, karmada
 from scheduler_client.accurate import Answer
 from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets

@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from estimator.model import NODE_SELECTOR_OPERATORS, NodeSelectorRequirement, Toleration
-from estimator.workloads import LabelSelector, label_selector
+from estimator.api import NODE_SELECTOR_OPERATORS, LabelSelector, NodeSelectorRequirement, Toleration, label_selector
 
 POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 SPREAD_FIELDS = ("cluster", "region", "zone", "provider")

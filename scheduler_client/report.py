@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from estimator.model import Component
+from estimator.api import Component
 from scheduler_client.karmada import KarmadaOutcome
 from scheduler_client.placement import ESTIMATORS, PlacementResult
 from scheduler_client.units import requests_text

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from estimator.resources import CPU, MAX_INT64, MEMORY
+from estimator.api import CPU, MAX_INT64, MEMORY
 
 GIB = 2**30
 # A model node's pod capacity (Kubernetes' default max pods per node), as Karmada uses it.

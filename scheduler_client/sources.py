@@ -12,8 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from estimator.errors import SnapshotError
-from estimator.snapshot_source import load_snapshot
+from estimator.api import SnapshotError, load_snapshot
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
 from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds

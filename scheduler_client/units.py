@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from estimator.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_hugepages, uses_milli_units
+from estimator.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_hugepages, uses_milli_units
 
 _BINARY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 

@@ -1,4 +1,4 @@
-"""model.py queries -> estimator protobuf requests, for our placement client and tests.
+"""Core model queries (estimator.api) -> estimator protobuf requests, for our placement client and tests.
 
 The reverse of estimator/convert.py: convert(wire(query)) == query for every query the
 wire can carry. What it cannot carry, by the protocol's design:
@@ -21,18 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from estimator import model
+from estimator import api
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
-from estimator.resources import uses_milli_units
 
 __all__ = ["component_sets_request", "quantity_string", "replicas_request", "unschedulable_request"]
 
 _NANOSECONDS_PER_SECOND = 10**9
 
 
-def component_sets_request(cluster: str, query: model.ComponentSetsQuery) -> pb.MaxAvailableComponentSetsRequest:
+def component_sets_request(cluster: str, query: api.ComponentSetsQuery) -> pb.MaxAvailableComponentSetsRequest:
     return pb.MaxAvailableComponentSetsRequest(
         cluster=cluster,
         components=_components(query.components),
@@ -41,7 +40,7 @@ def component_sets_request(cluster: str, query: model.ComponentSetsQuery) -> pb.
     )
 
 
-def replicas_request(cluster: str, query: model.ReplicasQuery) -> pb.MaxAvailableReplicasRequest:
+def replicas_request(cluster: str, query: api.ReplicasQuery) -> pb.MaxAvailableReplicasRequest:
     request = pb.MaxAvailableReplicasRequest(cluster=cluster, assumedWorkloads=_assumed_workloads(query.assumed))
     if query.shape is not None:  # None travels as an unset replicaRequirements
         shape = query.shape
@@ -53,7 +52,7 @@ def replicas_request(cluster: str, query: model.ReplicasQuery) -> pb.MaxAvailabl
     return request
 
 
-def unschedulable_request(cluster: str, ref: model.WorkloadRef) -> pb.UnschedulableReplicasRequest:
+def unschedulable_request(cluster: str, ref: api.WorkloadRef) -> pb.UnschedulableReplicasRequest:
     return pb.UnschedulableReplicasRequest(
         cluster=cluster,
         resource=pb.ObjectReference(apiVersion=ref.api_version, kind=ref.kind, namespace=ref.namespace, name=ref.name),
@@ -63,7 +62,7 @@ def unschedulable_request(cluster: str, ref: model.WorkloadRef) -> pb.Unschedula
 
 def quantity_string(name: str, amount: int) -> str:
     """The canonical quantity string of an int64 amount in the model's units."""
-    if uses_milli_units(name):
+    if api.uses_milli_units(name):
         return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
     return str(amount)
 
@@ -71,11 +70,11 @@ def quantity_string(name: str, amount: int) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _assumed_workloads(workloads: Iterable[model.AssumedWorkload]) -> list[pb.AssumedWorkload]:
+def _assumed_workloads(workloads: Iterable[api.AssumedWorkload]) -> list[pb.AssumedWorkload]:
     return [pb.AssumedWorkload(namespace=w.namespace, components=_components(w.components)) for w in workloads]
 
 
-def _components(components: Iterable[model.Component]) -> list[pb.Component]:
+def _components(components: Iterable[api.Component]) -> list[pb.Component]:
     converted = []
     for component in components:
         message = pb.Component(name=component.name, replicas=component.replicas)
@@ -89,7 +88,7 @@ def _components(components: Iterable[model.Component]) -> list[pb.Component]:
 
 
 def _fill_requirements(
-    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, shape: model.ReplicaShape
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, shape: api.ReplicaShape
 ) -> None:
     for name, amount in shape.requests:
         quantity = k8s_resource.Quantity(string=quantity_string(name, amount))
@@ -99,7 +98,7 @@ def _fill_requirements(
         requirements.nodeClaim.CopyFrom(_node_claim(shape.claim))
 
 
-def _node_claim(claim: model.NodeClaim) -> pb.NodeClaim:
+def _node_claim(claim: api.NodeClaim) -> pb.NodeClaim:
     message = pb.NodeClaim(nodeSelector=dict(claim.node_selector))
     if claim.affinity_terms:  # zero terms means no constraint: neither form is sent
         selector = core.NodeSelector(nodeSelectorTerms=[_term(term) for term in claim.affinity_terms])
@@ -111,18 +110,18 @@ def _node_claim(claim: model.NodeClaim) -> pb.NodeClaim:
     return message
 
 
-def _term(term: model.NodeSelectorTerm) -> core.NodeSelectorTerm:
+def _term(term: api.NodeSelectorTerm) -> core.NodeSelectorTerm:
     return core.NodeSelectorTerm(
         matchExpressions=[_requirement(r) for r in term.match_expressions],
         matchFields=[_requirement(r) for r in term.match_fields],
     )
 
 
-def _requirement(requirement: model.NodeSelectorRequirement) -> core.NodeSelectorRequirement:
+def _requirement(requirement: api.NodeSelectorRequirement) -> core.NodeSelectorRequirement:
     return core.NodeSelectorRequirement(key=requirement.key, operator=requirement.operator, values=requirement.values)
 
 
-def _toleration(toleration: model.Toleration) -> core.Toleration:
+def _toleration(toleration: api.Toleration) -> core.Toleration:
     message = core.Toleration(
         key=toleration.key, operator=toleration.operator, value=toleration.value, effect=toleration.effect
     )

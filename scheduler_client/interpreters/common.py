@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping, Sequence
 
-from estimator.model import (
+from estimator.api import (
     NODE_SELECTOR_OPERATORS,
     Component,
     NodeClaim,
@@ -25,8 +25,8 @@ from estimator.model import (
     NodeSelectorTerm,
     ReplicaShape,
     Toleration,
+    pod_requests,
 )
-from estimator.podrequests import pod_requests
 
 
 class InterpretError(ValueError):

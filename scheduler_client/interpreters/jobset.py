@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from estimator.model import Component
+from estimator.api import Component
 from scheduler_client.interpreters.common import (
     InterpretError,
     Job,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from estimator.model import Component, ReplicaShape
+from estimator.api import Component, ReplicaShape
 from scheduler_client.interpreters.common import (
     Job,
     component,

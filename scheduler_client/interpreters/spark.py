@@ -23,8 +23,7 @@ import re
 from decimal import Decimal, localcontext
 from typing import Any, Mapping, Sequence
 
-from estimator.model import Component, NodeClaim
-from estimator.resources import CPU, MEMORY, QuantityError, quantity_to_int
+from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, quantity_to_int
 from scheduler_client.interpreters.common import (
     InterpretError,
     Job,

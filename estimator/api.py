@@ -1,0 +1,127 @@
+"""The estimator core's public API: everything another package (the placement client,
+scheduler_client) may use. Import from here, never from the modules behind it, so those
+modules can be reorganised without touching the callers; an import-linter contract
+(pyproject.toml) fails the test suite when a caller reaches past this module.
+
+The wire protocol is the other public surface: the generated protobuf modules in
+`estimator.pb` are the estimator's gRPC contract and may be imported directly (they are
+generated from proto/, not hand-written internals), but only by the client's wire edge.
+
+What is here, by concept:
+
+Model (plain frozen dataclasses, no I/O)
+    Component, ComponentSetsQuery, ReplicasQuery, WorkloadRef, AssumedWorkload, ReplicaShape,
+    NodeClaim, NodeSelectorTerm, NodeSelectorRequirement, Toleration, Taint; the operator and
+    taint-effect names (OP_*, NODE_SELECTOR_OPERATORS, NO_SCHEDULE, NO_EXECUTE).
+Quantities and resource names
+    parse_quantity, quantity_to_int, QuantityError; CPU, MEMORY, EPHEMERAL_STORAGE, PODS;
+    is_counted, is_hugepages, uses_milli_units; MAX_INT32, MAX_INT64.
+Matching (Kubernetes' rules)
+    tolerates, taints_tolerated, requirement_matches, node_passes, UNSCHEDULABLE_TAINT;
+    LabelSelector and label_selector (metav1.LabelSelector).
+Pod requests
+    pod_requests (what the scheduler counts for a pod spec).
+Cluster state files
+    load_snapshot (kubectl-style files -> cluster cache; SnapshotError names the file) and
+    ClusterSnapshot, the immutable per-node arrays one cache yields.
+Packing
+    first_fit_sets (Karmada's first-fit over component sets) and warmup_kernels.
+Command-line values (Go syntax, Karmada's feature gates)
+    FlagValueError, parse_go_duration; FEATURE_GATES, ALL_GATES, FeatureGates,
+    parse_feature_gates, UnknownFeatureGate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from estimator.errors import SnapshotError
+from estimator.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
+from estimator.flags import (
+    ALL_GATES,
+    FEATURE_GATES,
+    FeatureGates,
+    FlagValueError,
+    UnknownFeatureGate,
+    parse_feature_gates,
+)
+from estimator.flags import parse_duration as parse_go_duration
+from estimator.model import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    NODE_SELECTOR_OPERATORS,
+    OP_DOES_NOT_EXIST,
+    OP_EXISTS,
+    OP_IN,
+    OP_NOT_IN,
+    AssumedWorkload,
+    Component,
+    ComponentSetsQuery,
+    NodeClaim,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ReplicaShape,
+    ReplicasQuery,
+    Taint,
+    Toleration,
+    WorkloadRef,
+)
+from estimator.podrequests import pod_requests
+from estimator.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MAX_INT32,
+    MAX_INT64,
+    MEMORY,
+    PODS,
+    QuantityError,
+    is_counted,
+    is_hugepages,
+    parse_quantity,
+    quantity_to_int,
+    uses_milli_units,
+)
+from estimator.snapshot import ClusterSnapshot
+from estimator.workloads import LabelSelector, label_selector
+
+if TYPE_CHECKING:
+    from estimator.cache import ClusterCache
+
+
+# The three below import their modules on first call: numba (the kernels) and the cluster
+# cache cost about a second to import, and most client commands never need them.
+
+
+def load_snapshot(paths) -> ClusterCache:
+    """A cluster cache holding every object of the kubectl-style files `paths`; its
+    `.snapshot()` is a ClusterSnapshot. SnapshotError names the bad file and object."""
+    from estimator.snapshot_source import load_snapshot as load
+
+    return load(paths)
+
+
+def first_fit_sets(*args, **kwargs):
+    """Karmada's first-fit packing of component sets (estimator.kernels.first_fit_sets)."""
+    from estimator.kernels import first_fit_sets as kernel
+
+    return kernel(*args, **kwargs)
+
+
+def warmup_kernels() -> None:
+    """Compile (or load from the numba cache) every packing kernel now."""
+    from estimator.kernels import warmup
+
+    warmup()
+
+
+__all__ = [
+    "ALL_GATES", "CPU", "EPHEMERAL_STORAGE", "FEATURE_GATES", "MAX_INT32", "MAX_INT64", "MEMORY",
+    "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
+    "OP_NOT_IN", "PODS", "UNSCHEDULABLE_TAINT",
+    "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
+    "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "QuantityError", "ReplicaShape",
+    "ReplicasQuery", "SnapshotError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
+    "first_fit_sets", "is_counted", "is_hugepages", "label_selector", "load_snapshot", "node_passes",
+    "parse_feature_gates", "parse_go_duration", "parse_quantity", "pod_requests", "quantity_to_int",
+    "requirement_matches", "taints_tolerated", "tolerates", "uses_milli_units", "warmup_kernels",
+]
