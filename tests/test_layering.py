@@ -1,57 +1,56 @@
-"""Estimator layering, stated once and checked (docs/architecture.md): numba only in
-kernels/_numba.py, the Kubernetes client only in watch/kubeclient.py, gRPC and protobuf
-only at the edges; the pure modules touch none of them."""
+"""Import direction, stated once as import-linter contracts in pyproject.toml
+([tool.importlinter]; docs/architecture.md "Layering rules" explains them) and checked here by
+running `lint-imports` on the checkout. The second test breaks a copy of the packages on
+purpose, so a contract that silently checks nothing (a misspelt module, a wrong root package)
+fails the suite too."""
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
-PACKAGE = Path(__file__).resolve().parents[1] / "estimator"
-
-# outside-world library -> the only modules (relative to estimator/) allowed to import it
-ALLOWED = {
-    "numba": {"kernels/_numba.py"},
-    "kubernetes": {"watch/kubeclient.py"},
-    "grpc": {"servicer.py", "server.py"},
-    "grpc_health": {"server.py"},
-    "grpc_reflection": {"server.py"},
-    "google.protobuf": {"convert.py", "servicer.py"},
-    "estimator.pb": {"convert.py", "servicer.py", "server.py"},
-    "yaml": {"kubefiles.py", "snapshot_source.py", "manifests.py"},
-    "prometheus_client": {"metrics.py"},
-}
-# Pure logic: no files, sockets, threads or processes either.
-PURE = {"model.py", "resources.py", "filters.py", "podrequests.py", "framework.py", "estimate.py",
-        "plugins/noderesource.py", "plugins/resourcequota.py", "workloads.py"}
-IO = ("socket", "subprocess", "http", "urllib", "threading", "open")
+ROOT = Path(__file__).resolve().parents[1]
+# Installed by the test extra (pyproject.toml), next to this interpreter.
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+def _lint(cwd: Path) -> subprocess.CompletedProcess:
+    assert LINT_IMPORTS.exists(), f"{LINT_IMPORTS} is missing: install the test extra (make test does)"
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", "pyproject.toml"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
-MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "pb" not in p.relative_to(PACKAGE).parts)
+def test_import_contracts_hold():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " broken" in result.stdout and "0 broken" in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
-def test_outside_libraries_enter_only_through_their_edge(path):
-    module = str(path.relative_to(PACKAGE))
-    for name in _imports(path):
-        for library, owners in ALLOWED.items():
-            if name == library or name.startswith(library + "."):
-                assert module in owners, f"{module} imports {name}; only {sorted(owners)} may"
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text() + "\n" + line + "\n")
 
 
-@pytest.mark.parametrize("module", sorted(PURE))
-def test_pure_modules_do_no_io(module):
-    for name in _imports(PACKAGE / module):
-        assert name.split(".")[0] not in IO, f"{module} imports {name}"
+def test_a_forbidden_import_breaks_its_contract(tmp_path):
+    for package in ("estimator", "scheduler_client"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    # One violation per kind of contract: an internal module past the public API, an outside
+    # library outside its edge, I/O in the pure core, and the wrong direction.
+    _append(tmp_path / "scheduler_client" / "units.py", "import estimator.cache  # noqa")
+    _append(tmp_path / "estimator" / "model.py", "import numba  # noqa")
+    _append(tmp_path / "estimator" / "filters.py", "import threading  # noqa")
+    _append(tmp_path / "estimator" / "resources.py", "import scheduler_client.units  # noqa")
+    result = _lint(tmp_path)
+    assert result.returncode != 0, result.stdout
+    out = result.stdout.replace("\n", " ")
+    for broken in (
+        "scheduler_client.units -> estimator.cache",
+        "estimator.model -> numba",
+        "estimator.filters -> threading",
+        "estimator.resources -> scheduler_client.units",
+    ):
+        assert broken in out, f"{broken!r} not reported:\n{result.stdout}"
