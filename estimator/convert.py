@@ -28,17 +28,17 @@ from __future__ import annotations
 import functools
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 
 from google.protobuf.message import DecodeError, Message
 
 from estimator import model
 from estimator.errors import InvalidRequest
+from estimator.labels import is_int64
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
-from estimator.resources import MAX_INT32, MAX_INT64, PODS, QuantityError, is_counted, quantity_to_int
+from estimator.resources import MAX_INT32, PODS, QuantityError, is_counted, quantity_to_int
 
 __all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "replicas_query",
            "workload_ref"]
@@ -49,7 +49,6 @@ _TAINT_EFFECTS = ("", *model.TAINT_EFFECTS)  # "" matches every effect
 _OPERATOR_NAMES = ", ".join(model.NODE_SELECTOR_OPERATORS)
 _EFFECT_NAMES = ", ".join(model.TAINT_EFFECTS)
 _FIELD_SELECTOR_KEY = "metadata.name"  # the only node field Kubernetes selects on
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.ParseInt(v, 10, 64) accepts
 
 # Most entries one repeated field or map may carry. Real jobs use a handful of each; the
 # bounds keep the worst accepted request to tens of milliseconds of conversion and packing.
@@ -334,7 +333,7 @@ def _label_requirement(requirement: core.NodeSelectorRequirement, path: str) -> 
         if values:
             raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {list(values)}")
     elif operator in (model.OP_GT, model.OP_LT):
-        if len(values) != 1 or not _is_int64(values[0]):
+        if len(values) != 1 or not is_int64(values[0]):
             raise InvalidRequest(f"{path}.values", f"operator {operator} needs exactly one integer, got {list(values)}")
     else:
         raise InvalidRequest(f"{path}.operator", f"unknown operator {operator!r}, expected one of {_OPERATOR_NAMES}")
@@ -394,8 +393,4 @@ def _text(value: str | bytes, path: str) -> str:
     if isinstance(value, str):
         return value
     raise InvalidRequest(path, "is not valid UTF-8")
-
-
-def _is_int64(text: str) -> bool:
-    return bool(_INTEGER.fullmatch(text)) and -MAX_INT64 - 1 <= int(text) <= MAX_INT64
 

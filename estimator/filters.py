@@ -10,8 +10,8 @@ Only what is unique per node is evaluated per node, with numpy and dict look-ups
 `matchFields` on metadata.name and requirements on the kubernetes.io/hostname label
 (which the cache keeps out of the classes, see ClusterSnapshot.hostnames).
 
-The scalar predicates (`tolerates`, `requirement_matches`, `term_matches`, `node_passes`)
-are public for the placement client and as the tests' oracle.
+The scalar predicates (`tolerates`, `requirement_matches` from labels.py, `term_matches`,
+`node_passes`) are public for the placement client and as the tests' oracle.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from estimator.labels import is_int64, requirement_matches
 from estimator.model import (
     HOSTNAME_LABEL,
     NO_EXECUTE,
@@ -51,9 +52,6 @@ _FILTERING_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# strconv.ParseInt(s, 10, 64): optional sign, decimal digits, nothing else.
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 # --- tolerations and taints -------------------------------------------------------------
@@ -93,13 +91,6 @@ def _is_label_key(key: str) -> bool:
     return 0 < len(name) <= 63 and bool(_LABEL_NAME.match(name))
 
 
-def _parse_int64(text: str) -> int | None:
-    if not _INTEGER.match(text):
-        return None
-    value = int(text)
-    return value if _INT64_MIN <= value <= _INT64_MAX else None
-
-
 @lru_cache(maxsize=4096)
 def _label_requirement_valid(req: NodeSelectorRequirement) -> bool:
     """labels.NewRequirement's checks; an invalid requirement makes its term match nothing."""
@@ -112,34 +103,13 @@ def _label_requirement_valid(req: NodeSelectorRequirement) -> bool:
     if req.operator in (OP_EXISTS, OP_DOES_NOT_EXIST):
         return len(req.values) == 0
     if req.operator in (OP_GT, OP_LT):
-        return len(req.values) == 1 and _parse_int64(req.values[0]) is not None
+        return len(req.values) == 1 and is_int64(req.values[0])
     return False
 
 
 def _field_requirement_valid(req: NodeSelectorRequirement) -> bool:
     # nodeSelectorRequirementsAsFieldSelector: In/NotIn with exactly one value.
     return req.operator in (OP_IN, OP_NOT_IN) and len(req.values) == 1
-
-
-def requirement_matches(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
-    """One valid matchExpressions entry against a node's labels (labels.Requirement.Matches)."""
-    value = labels.get(req.key)
-    op = req.operator
-    if op == OP_IN:
-        return value is not None and value in req.values
-    if op == OP_NOT_IN:
-        return value is None or value not in req.values  # an absent label is "not in"
-    if op == OP_EXISTS:
-        return value is not None
-    if op == OP_DOES_NOT_EXIST:
-        return value is None
-    if op in (OP_GT, OP_LT):
-        have = _parse_int64(value) if value is not None else None
-        if have is None:
-            return False  # a label that is not an integer matches neither Gt nor Lt
-        want = _parse_int64(req.values[0])
-        return have > want if op == OP_GT else have < want
-    return False
 
 
 def _field_matches(node_name: str, req: NodeSelectorRequirement) -> bool:

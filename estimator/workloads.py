@@ -26,13 +26,13 @@ from types import MappingProxyType
 from typing import Any, Generic, Mapping, TypeVar
 
 from estimator import errors
-from estimator.model import WorkloadRef
+from estimator.labels import requirement_matches
+from estimator.model import TERMINAL_POD_PHASES, NodeSelectorRequirement, WorkloadRef
 from estimator.resources import QuantityError, parse_quantity
 
 DEPLOYMENT_UNIQUE_LABEL = "pod-template-hash"
 # Go's zero time.Time (0001-01-01T00:00:00Z) as Unix seconds: what a missing timestamp reads as.
 ZERO_TIME = -62135596800.0
-_TERMINAL_PHASES = ("Succeeded", "Failed")
 _EMPTY: Mapping = MappingProxyType({})
 
 
@@ -121,25 +121,17 @@ def string_map(value: Any, where: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LabelSelector:
-    """A metav1.LabelSelector: matchLabels and matchExpressions ANDed; None selects nothing."""
+    """A metav1.LabelSelector: matchLabels and matchExpressions ANDed; None selects nothing.
 
-    requirements: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    Matched by labels.requirement_matches, the matcher node affinity uses too."""
+
+    requirements: tuple[NodeSelectorRequirement, ...] = ()
     selects_nothing: bool = False
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.selects_nothing:
             return False
-        for key, operator, values in self.requirements:
-            value = labels.get(key)
-            if operator == "In" and (value is None or value not in values):
-                return False
-            if operator == "NotIn" and value is not None and value in values:
-                return False
-            if operator == "Exists" and value is None:
-                return False
-            if operator == "DoesNotExist" and value is not None:
-                return False
-        return True
+        return all(requirement_matches(labels, req) for req in self.requirements)
 
 
 def label_selector(selector: Any) -> LabelSelector:
@@ -148,7 +140,8 @@ def label_selector(selector: Any) -> LabelSelector:
         return LabelSelector(selects_nothing=True)
     if not isinstance(selector, dict):
         raise ValueError("selector: expected a mapping")
-    requirements = [(k, "In", frozenset((v,))) for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()]
+    requirements = [NodeSelectorRequirement(k, "In", (v,))
+                    for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()]
     for expr in selector.get("matchExpressions") or ():
         if not isinstance(expr, dict) or not isinstance(expr.get("key"), str):
             raise ValueError(f"selector: matchExpressions entry {expr!r} has no key")
@@ -159,7 +152,8 @@ def label_selector(selector: Any) -> LabelSelector:
             raise ValueError(f"selector: {expr['key']} {operator} takes no values")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
             raise ValueError(f"selector: {operator!r} is not a valid label selector operator")
-        requirements.append((expr["key"], operator, frozenset(values)))
+        # Sorted and deduplicated: two spellings of one set compare equal, as sets did.
+        requirements.append(NodeSelectorRequirement(expr["key"], operator, tuple(sorted(set(values)))))
     return LabelSelector(tuple(requirements))
 
 
@@ -282,7 +276,7 @@ def unschedulable_pod(obj: Mapping) -> UnschedulablePod | None:
     """The record to keep for a pod, or None when it is not unschedulable right now."""
     meta, namespace, name = object_meta(obj)
     status = obj.get("status") or {}
-    if status.get("phase") in _TERMINAL_PHASES:
+    if status.get("phase") in TERMINAL_POD_PHASES:
         return None  # Karmada's pod informer never sees terminal pods
     for condition in status.get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
