@@ -11,6 +11,7 @@ import argparse
 import re
 import shutil
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -55,6 +56,31 @@ def log(message: str) -> None:
     print(message, flush=True)
 
 
+class Placement(threading.Thread):
+    """The placement check needs no apiserver (its members are snapshot-mode estimators of ours),
+    so it runs beside the differential instead of after everything else."""
+
+    def __init__(self, binary: Path, work: Path, fleets: int, seed: int):
+        super().__init__(name="placement", daemon=True)
+        self.args = (binary, work, fleets, seed)
+        self.tally = self.error = None
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        started = time.monotonic()
+        try:
+            self.tally = placement.run(*self.args, log)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the main thread by result()
+            self.error = error
+        self.seconds = time.monotonic() - started
+
+    def result(self):
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.tally
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     v = versions()
@@ -65,42 +91,67 @@ def main(argv=None) -> int:
     results = {"client": (0, 0), "placement": (0, 0), "faults": (0, 0)}
     failed = False
     started = time.monotonic()
+    phases: dict[str, float] = {}  # wall seconds per phase, printed before the closing line
+    mark = [started]
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = phases.get(name, 0.0) + now - mark[0]
+        mark[0] = now
+
+    background = None
+    diff = None
     try:
         bed = KubeBed(args.bin_dir, args.work, v["KUBERNETES_VERSION"], v["ETCD_VERSION"]).start()
         log(f"e2e: etcd {v['ETCD_VERSION']} and kube-apiserver {v['KUBERNETES_VERSION']} up at {bed.url} "
             f"({time.monotonic() - started:.0f} s)")
         pop = Populator(bed.kubeconfig)
         pop.ensure_namespaces()
-        ours_ff = ours(bed.kubeconfig, args.work, "first-fit").start()
-        ours_best = ours(bed.kubeconfig, args.work, "best").start()
+        phase("bed")
         if not karmada_bin.exists():
             raise FileNotFoundError(f"{karmada_bin} is missing: `make e2e-karmada` builds it")
-        karmada = karmadas(karmada_bin, bed.kubeconfig, args.work).start()
-        log(f"e2e: estimators ready: ours (first-fit, best) and karmada-scheduler-estimator {v['KARMADA_VERSION']}")
         estclient = args.bin_dir / f"estclient-{v['KARMADA_VERSION']}"
         ctally = client.ClientTally()
         ours_mtls = tls = None
         if estclient.exists() and args.client_states > 0:
             ours_mtls, tls = client.mtls_estimator(bed.kubeconfig, args.work)
-            ours_mtls.start()
         elif args.client_states > 0:
             log(f"e2e: {estclient} missing: no calls through Karmada's client (client: 0/0)")
+        # All started at once: each of ours spends seconds loading its kernels.
+        ours_ff = ours(bed.kubeconfig, args.work, "first-fit").launch()
+        ours_best = ours(bed.kubeconfig, args.work, "best").launch()
+        karmada = karmadas(karmada_bin, bed.kubeconfig, args.work).launch()
+        if ours_mtls is not None:
+            ours_mtls.launch()
+        for est in (ours_ff, ours_best, karmada, ours_mtls):
+            if est is not None:
+                est.wait_ready()
+        log(f"e2e: estimators ready: ours (first-fit, best) and karmada-scheduler-estimator {v['KARMADA_VERSION']} "
+            f"({time.monotonic() - started:.0f} s)")
+        phase("estimators start")
+        # After the estimators above are up, so that its own seven do not load at the same time.
+        if not args.no_placement and args.placement_fleets > 0:
+            background = Placement(args.bin_dir / f"karmada-schedule-{v['KARMADA_VERSION']}", args.work / "placement",
+                                   args.placement_fleets, args.seed)
+            background.start()
         diff = Differential(pop, args.work, ours_ff, ours_best, karmada, args.regressions, log)
         for i in range(args.states):
             seed = args.seed + i
             state = generate(seed)
             diff.run_state(state)
             if ours_mtls is not None and i < args.client_states:
-                ref, ff_ref = diff.last_reference
-                lag = diff.converge(ours_mtls, state, ref, ff_ref, timeout=60)
-                if lag:
-                    ctally.failures.append(f"seed {seed}: mTLS estimator did not converge: {lag[:2]}")
-                client.check_state(estclient, state, [("ours plaintext", ours_ff, None), ("ours mTLS", ours_mtls, tls)],
-                                   ctally, control=karmada)
+                with diff.tally.timed("Karmada's client"):
+                    ref, ff_ref = diff.last_reference
+                    lag = diff.converge(ours_mtls, state, ref, ff_ref, timeout=60)
+                    if lag:
+                        ctally.failures.append(f"seed {seed}: mTLS estimator did not converge: {lag[:2]}")
+                    client.check_state(estclient, state, [("ours plaintext", ours_ff, None), ("ours mTLS", ours_mtls, tls)],
+                                       ctally, control=karmada)
             if (i + 1) % 20 == 0:
                 t = diff.tally
                 log(f"e2e: {i + 1}/{args.states} states, {t.requests} requests, {t.mismatches} mismatches, "
                     f"{t.best_below_karmada} best below Karmada ({time.monotonic() - started:.0f} s)")
+        phase("differential")
         results["client"] = (ctally.ok, ctally.calls)
         for failure in ctally.failures[:10]:
             log(f"e2e: CLIENT FAILURE {failure}")
@@ -121,13 +172,19 @@ def main(argv=None) -> int:
             log(f"e2e: note: {note}")
         for nodes in [int(x) for x in args.large.split(",") if x.strip()]:
             large.judge_large(diff, nodes, args.seed + nodes, log)
-        if not args.no_faults:
-            done = faults.run_all(diff, bed, args.seed + 100000, log)
-            results["faults"] = (sum(r.converged for r in done), len(done))
-        if not args.no_placement and args.placement_fleets > 0:
-            ptally = placement.run(args.bin_dir / f"karmada-schedule-{v['KARMADA_VERSION']}", args.work / "placement",
-                                   args.placement_fleets, args.seed, log)
+            phase(f"large {nodes}")
+        fault_run = None
+        if not args.no_faults:  # the last fault (dead link) goes on in a thread until finish()
+            fault_run = faults.run_all(diff, bed, args.seed + 100000, log)
+            phase("faults")
+        if background is not None:
+            ptally = background.result()
             results["placement"] = (ptally.equal, ptally.fleets)
+            phase("placement (waiting for the rest)")
+        if fault_run is not None:
+            done = fault_run.finish()
+            results["faults"] = (sum(r.converged for r in done), len(done))
+            phase("dead-link fault (waiting for the rest)")
     except Exception:
         traceback.print_exc()
         log("e2e: the bed could not run to the end (see above); stopping every process it started")
@@ -136,6 +193,9 @@ def main(argv=None) -> int:
     finally:
         procs.stop_all()
     t = diff.tally
+    log(f"e2e: wall time per phase: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
+        + (f"; placement alongside {background.seconds:.0f} s" if background is not None else "")
+        + f"; differential steps summed: {t.timings()}; total {time.monotonic() - started:.0f} s")
     k, p, f = results["client"], results["placement"], results["faults"]
     log(f"e2e: {t.clusters} clusters, {t.requests} requests vs karmada-scheduler-estimator {v['KARMADA_VERSION']}: "
         f"{t.mismatches} mismatches (first-fit), {t.best_below_karmada} best below Karmada; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,18 @@ class Tally:
     karmada_quota_quirk: int = 0  # Karmada answers explained only by reading one of the two
     orders_exhaustive: int = 0
     notes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per step, summed over states
+
+    @contextmanager
+    def timed(self, step: str):
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[step] = self.seconds.get(step, 0.0) + time.monotonic() - started
+
+    def timings(self) -> str:
+        return ", ".join(f"{k} {v:.0f} s" for k, v in self.seconds.items())
 
     def failed(self) -> bool:
         return bool(self.mismatches or self.reference_wrong or self.best_below_karmada or self.best_above_optimum
@@ -86,18 +99,21 @@ class Differential:
     def run_state(self, state: MemberState, fresh: bool = True) -> bool:
         t = self.tally
         if fresh:
-            self.pop.clear()
-            self.pop.apply(state)
-        dump = self.work / "state.json"
-        self.pop.dump(dump)
-        ref = oracle.Reference(dump)
+            with t.timed("populate"):
+                self.pop.clear()
+                self.pop.apply(state)
+        with t.timed("dump+reference"):
+            dump = self.work / "state.json"
+            self.pop.dump(dump)
+            ref = oracle.Reference(dump)
+            ff_ref = {i: ref.sets(q)[0] for i, q in enumerate(state.sets_queries)}
+            best_ref = {i: ref.sets(q)[1] for i, q in enumerate(state.sets_queries)}
         t.clusters += 1
         ok = True
-        ff_ref = {i: ref.sets(q)[0] for i, q in enumerate(state.sets_queries)}
-        best_ref = {i: ref.sets(q)[1] for i, q in enumerate(state.sets_queries)}
         self.last_reference = (ref, ff_ref)
         for est, expect in ((self.ours_ff, ff_ref), (self.ours_best, best_ref)):
-            diffs = self.converge(est, state, ref, expect, timeout=60)
+            with t.timed("converge ours"):
+                diffs = self.converge(est, state, ref, expect, timeout=60)
             if diffs:
                 t.not_converged += 1
                 ok = False
@@ -109,14 +125,17 @@ class Differential:
                                f"{self.karmada.proc.tail(40)}")
         # Karmada: wait until its order-free answers equal the reference computed from the same
         # dump (they cannot depend on node order); a lasting difference is a mismatch.
-        refs = [ref] + [oracle.Reference(v) for v in oracle.quota_variants(dump, self.work)]
+        with t.timed("dump+reference"):
+            refs = [ref] + [oracle.Reference(v) for v in oracle.quota_variants(dump, self.work)]
         if len(refs) > 1:
             t.quota_variant_states += 1
-        k_diffs = self.converge(self.karmada, state, ref, {}, timeout=30) if len(refs) == 1 else []
+        with t.timed("converge karmada"):
+            k_diffs = self.converge(self.karmada, state, ref, {}, timeout=30) if len(refs) == 1 else []
         n = ref.snapshot.num_nodes
         for i, q in enumerate(state.replicas_queries):
             t.requests += 1
-            k, ours = self.karmada.replicas(q), self.ours_ff.replicas(q)
+            with t.timed("calls"):
+                k, ours = self.karmada.replicas(q), self.ours_ff.replicas(q)
             possible = {r.replicas(q) for r in refs}
             if k.value is not None and k.value != ref.replicas(q) and k.value in possible:
                 t.karmada_quota_quirk += 1  # Karmada read `requests.X` or `X`, not both
@@ -128,7 +147,8 @@ class Differential:
                     "snapshot": ref.replicas(q), "possible_karmada_answers": sorted(possible)})
         for i, r in enumerate(state.workload_refs):
             t.requests += 1
-            k, ours = self.karmada.unschedulable(r), self.ours_ff.unschedulable(r)
+            with t.timed("calls"):
+                k, ours = self.karmada.unschedulable(r), self.ours_ff.unschedulable(r)
             # An absent workload is an error from both; the values (or both errors) must agree.
             if k.value != ours.value or k.value != ref.unschedulable(r):
                 t.mismatches += 1
@@ -139,15 +159,17 @@ class Differential:
             t.notes.append(f"seed {state.seed}: karmada order-free answers still differ after 30 s: {k_diffs[:3]}")
         for i, q in enumerate(state.sets_queries):
             t.requests += 1
-            k, ours_ff, ours_best = self.karmada.sets(q), self.ours_ff.sets(q), self.ours_best.sets(q)
-            arrays = oracle.sets_arrays(ref.snapshot, q)
-            answers = oracle.first_fit_answers(ref.snapshot, arrays, state.seed * 31 + i)
+            with t.timed("calls"):
+                k, ours_ff, ours_best = self.karmada.sets(q), self.ours_ff.sets(q), self.ours_best.sets(q)
+            with t.timed("oracle"):
+                arrays = oracle.sets_arrays(ref.snapshot, q)
+                answers = oracle.first_fit_answers(ref.snapshot, arrays, state.seed * 31 + i)
+                others = []  # the quota readings Karmada may also use (see oracle.quota_variants)
+                for other in refs[1:]:
+                    other_arrays = oracle.sets_arrays(other.snapshot, q)
+                    if other_arrays.quota != arrays.quota:
+                        others.append((other_arrays, oracle.first_fit_answers(other.snapshot, other_arrays, state.seed * 31 + i)))
             t.orders_exhaustive += answers.exhaustive
-            others = []  # the quota readings Karmada may also use (see oracle.quota_variants)
-            for other in refs[1:]:
-                other_arrays = oracle.sets_arrays(other.snapshot, q)
-                if other_arrays.quota != arrays.quota:
-                    others.append((other_arrays, oracle.first_fit_answers(other.snapshot, other_arrays, state.seed * 31 + i)))
             detail = {"request": _request_json("sets", q), "karmada": str(k), "ours_first_fit": str(ours_ff),
                       "ours_best": str(ours_best), "nodes": n}
             if k.value is None or ours_ff.value is None or ours_best.value is None:
@@ -155,9 +177,10 @@ class Differential:
                 ok = False
                 self._report(state, dump, "an estimator failed a MaxAvailableComponentSets call", detail)
                 continue
-            ours_ok = oracle.reachable(arrays, answers, ours_ff.value, state.seed)
-            karmada_ok = oracle.reachable(arrays, answers, k.value, state.seed)
-            karmada_by_quirk = not karmada_ok and any(oracle.reachable(a, ans, k.value, state.seed) for a, ans in others)
+            with t.timed("oracle"):
+                ours_ok = oracle.reachable(arrays, answers, ours_ff.value, state.seed)
+                karmada_ok = oracle.reachable(arrays, answers, k.value, state.seed)
+                karmada_by_quirk = not karmada_ok and any(oracle.reachable(a, ans, k.value, state.seed) for a, ans in others)
             if karmada_by_quirk:
                 t.karmada_quota_quirk += 1
                 karmada_ok = True
@@ -184,14 +207,17 @@ class Differential:
                 self._report(state, dump, "best mode below Karmada's answer", detail)
             if answers.exhaustive and ours_best.value < max(answers.values):
                 t.best_below_some_order += 1
-            best = oracle.optimum(arrays, n)
+            with t.timed("oracle"):
+                best = oracle.optimum(arrays, n)
             if best is not None:
                 t.optimum_checked += 1
                 if ours_best.value > best:
                     t.best_above_optimum += 1
                     ok = False
                     self._report(state, dump, "best mode above the exact optimum", dict(detail, optimum=best))
-            if not ref.best_witness_ok(q, arrays):
+            with t.timed("oracle"):
+                witness_ok = ref.best_witness_ok(q, arrays)
+            if not witness_ok:
                 t.best_witness_invalid += 1
                 ok = False
                 self._report(state, dump, "best mode's witness does not verify", detail)

@@ -39,7 +39,14 @@ class Running:
         self.stub: service_pb2_grpc.EstimatorStub | None = None
 
     def start(self, timeout: float = 240) -> "Running":
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> "Running":
+        """Start the process without waiting, so several can load at once."""
         self.proc.start()
+        return self
+
+    def wait_ready(self, timeout: float = 240) -> "Running":
         wait_for(f"{self.name} ready", self._ready, timeout, self.proc, every=0.3)
         target = f"127.0.0.1:{self.port}"
         self.channel = (grpc.secure_channel(target, self.credentials) if self.credentials
