@@ -393,4 +393,3 @@ def _text(value: str | bytes, path: str) -> str:
     if isinstance(value, str):
         return value
     raise InvalidRequest(path, "is not valid UTF-8")
-
