@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from estimator.api import MAX_INT64, QuantityError, Taint, parse_quantity, quantity_to_int
+from scheduler_client.fields import FieldError, mapping, sequence
 from scheduler_client.general import ResourceSummary, memory_like
 from scheduler_client.resourcemodels import GradeCount, ModelRange, ResourceModel, standardize
 from scheduler_client.wire import quantity_string
@@ -20,11 +21,8 @@ from scheduler_client.wire import quantity_string
 CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"
 
 
-class ClusterError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class ClusterError(FieldError):
+    """A Cluster object field we cannot use; names the field."""
 
 
 @dataclass(frozen=True)
@@ -43,19 +41,11 @@ class ClusterObject:
 
 
 def _mapping(value: Any, field: str) -> Mapping:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ClusterError(field, f"must be an object, got {type(value).__name__}")
-    return value
+    return mapping(value, field, ClusterError)
 
 
 def _list(value: Any, field: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ClusterError(field, f"must be a list, got {type(value).__name__}")
-    return value
+    return sequence(value, field, ClusterError)
 
 
 def _quantity(name: str, value: Any, field: str) -> int:

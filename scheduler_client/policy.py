@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from estimator.api import NODE_SELECTOR_OPERATORS, LabelSelector, NodeSelectorRequirement, Toleration, label_selector
+from scheduler_client.fields import FieldError, mapping, sequence
 
 POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 SPREAD_FIELDS = ("cluster", "region", "zone", "provider")
@@ -28,11 +29,8 @@ DUPLICATED, DIVIDED = "Duplicated", "Divided"
 AGGREGATED, WEIGHTED = "Aggregated", "Weighted"
 
 
-class PolicyError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class PolicyError(FieldError):
+    """A policy field we cannot use; names the field."""
 
 
 @dataclass(frozen=True)
@@ -162,19 +160,11 @@ class Policy:
 
 
 def _mapping(value: Any, field: str) -> Mapping:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise PolicyError(field, f"must be an object, got {type(value).__name__}")
-    return value
+    return mapping(value, field, PolicyError)
 
 
 def _list(value: Any, field: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise PolicyError(field, f"must be a list, got {type(value).__name__}")
-    return value
+    return sequence(value, field, PolicyError)
 
 
 def _strings(value: Any, field: str) -> tuple[str, ...]:

@@ -27,15 +27,13 @@ from estimator.api import (
     Toleration,
     pod_requests,
 )
+from scheduler_client.fields import FieldError
+from scheduler_client.fields import mapping as _mapping
+from scheduler_client.fields import sequence as _sequence
 
 
-class InterpretError(ValueError):
+class InterpretError(FieldError):
     """A job manifest we cannot turn into components; names the field."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -74,20 +72,12 @@ def get(obj: Any, *path: str | int, default: Any = None) -> Any:
 
 
 def mapping(value: Any, field: str) -> Mapping:
-    """`value` if it is an object; {} when absent; an error naming `field` otherwise."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InterpretError(field, f"must be an object, got {type(value).__name__}")
-    return value
+    """`value` if it is an object; {} when absent; an InterpretError naming `field` otherwise."""
+    return _mapping(value, field, InterpretError)
 
 
 def sequence(value: Any, field: str) -> Sequence:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InterpretError(field, f"must be a list, got {type(value).__name__}")
-    return value
+    return _sequence(value, field, InterpretError)
 
 
 def number(value: Any, field: str) -> Decimal | None:
