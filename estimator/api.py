@@ -14,13 +14,17 @@ Model (plain frozen dataclasses, no I/O)
     NodeClaim, NodeSelectorTerm, NodeSelectorRequirement, Toleration, Taint; the operator and
     taint-effect names (OP_*, NODE_SELECTOR_OPERATORS, NO_SCHEDULE, NO_EXECUTE).
 Quantities and resource names
-    parse_quantity, quantity_to_int, QuantityError; CPU, MEMORY, EPHEMERAL_STORAGE, PODS;
-    is_counted, is_hugepages, uses_milli_units; MAX_INT32, MAX_INT64.
+    parse_quantity, quantity_to_int, QuantityError; parse_resource_list and ResourceListError
+    (a whole ResourceList: requests, allocatable, status summaries); CPU, MEMORY,
+    EPHEMERAL_STORAGE, PODS; is_counted, is_hugepages, uses_milli_units; MAX_INT32, MAX_INT64.
 Matching (Kubernetes' rules)
     tolerates, taints_tolerated, requirement_matches, node_passes, UNSCHEDULABLE_TAINT;
     LabelSelector and label_selector (metav1.LabelSelector).
 Pod requests
     pod_requests (what the scheduler counts for a pod spec).
+Object files
+    read_objects (every object of a kubectl-style YAML/JSON file, `*List` items expanded)
+    and ObjectFileError.
 Cluster state files
     load_snapshot (kubectl-style files -> cluster cache; SnapshotError names the file) and
     ClusterSnapshot, the immutable per-node arrays one cache yields.
@@ -46,6 +50,7 @@ from estimator.flags import (
     parse_feature_gates,
 )
 from estimator.flags import parse_duration as parse_go_duration
+from estimator.kubefiles import ObjectFileError, read_objects
 from estimator.model import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -75,9 +80,11 @@ from estimator.resources import (
     MEMORY,
     PODS,
     QuantityError,
+    ResourceListError,
     is_counted,
     is_hugepages,
     parse_quantity,
+    parse_resource_list,
     quantity_to_int,
     uses_milli_units,
 )
@@ -119,9 +126,10 @@ __all__ = [
     "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
     "OP_NOT_IN", "PODS", "UNSCHEDULABLE_TAINT",
     "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
-    "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "QuantityError", "ReplicaShape",
-    "ReplicasQuery", "SnapshotError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
+    "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
+    "ReplicaShape", "ReplicasQuery", "ResourceListError", "SnapshotError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
     "first_fit_sets", "is_counted", "is_hugepages", "label_selector", "load_snapshot", "node_passes",
-    "parse_feature_gates", "parse_go_duration", "parse_quantity", "pod_requests", "quantity_to_int",
+    "parse_feature_gates", "parse_go_duration", "parse_quantity", "parse_resource_list", "pod_requests",
+    "quantity_to_int", "read_objects",
     "requirement_matches", "taints_tolerated", "tolerates", "uses_milli_units", "warmup_kernels",
 ]

@@ -12,7 +12,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from estimator.api import MAX_INT64, QuantityError, Taint, parse_quantity, quantity_to_int
+from estimator.api import (
+    MAX_INT64,
+    QuantityError,
+    ResourceListError,
+    Taint,
+    parse_quantity,
+    parse_resource_list,
+    quantity_to_int,
+)
 from scheduler_client.fields import FieldError, mapping, sequence
 from scheduler_client.general import ResourceSummary, memory_like
 from scheduler_client.resourcemodels import GradeCount, ModelRange, ResourceModel, standardize
@@ -78,8 +86,11 @@ def _binary_format(value: Any) -> bool:
 
 
 def _resource_list(value: Any, field: str) -> dict[str, int]:
-    return {str(name): _quantity(str(name), amount, f"{field}.{name}")
-            for name, amount in _mapping(value, field).items()}
+    try:
+        amounts = parse_resource_list(_mapping(value, field), field)
+    except ResourceListError as error:
+        raise ClusterError(f"{field}.{error.name}", error.problem) from None
+    return {str(name): amount for name, amount in amounts.items()}
 
 
 def _models(value: Any, field: str) -> tuple[ResourceModel, ...]:

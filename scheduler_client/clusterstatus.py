@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from estimator.api import PODS, QuantityError, is_counted, quantity_to_int
+from estimator.api import PODS, ResourceListError, is_counted, parse_resource_list
 from scheduler_client.general import ResourceSummary
 from scheduler_client.resourcemodels import GradeCount, ResourceModel, grade_counts
 
@@ -34,18 +34,11 @@ class StatusError(ValueError):
 
 
 def _amounts(resource_list: Any, where: str, keep=is_counted) -> dict[str, int]:
-    if not resource_list:
-        return {}
-    if not isinstance(resource_list, Mapping):
-        raise StatusError(f"{where}: expected a mapping")
-    amounts = {}
-    for name, value in resource_list.items():
-        if keep(name):
-            try:
-                amounts[name] = quantity_to_int(name, value if isinstance(value, str) else str(value))
-            except QuantityError as error:
-                raise StatusError(f"{where}.{name}: {error}") from None
-    return amounts
+    try:
+        return parse_resource_list(resource_list or None, where, keep)  # an empty value reads as no list
+    except ResourceListError as error:
+        raise StatusError(f"{where}.{error.name}: {error.problem}" if error.name else f"{where}: {error.problem}") \
+            from None
 
 
 def _describe(obj: Mapping) -> str:

@@ -6,20 +6,15 @@ Every problem is an InputError naming the file and, where there is one, the fiel
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
-
-from estimator.api import SnapshotError, load_snapshot
+from estimator.api import ObjectFileError, SnapshotError, load_snapshot, read_objects
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
 from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
 from scheduler_client.members import MemberSnapshot
 from scheduler_client.policy import POLICY_KINDS, Policy, PolicyError, parse_policy
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class InputError(ValueError):
@@ -29,37 +24,12 @@ class InputError(ValueError):
 
 
 def read_documents(path: str | Path) -> list[Any]:
-    """Every object in a YAML (multi-document) or JSON file; `kind: *List` items expanded."""
+    """Every object in a YAML (multi-document) or JSON file; `kind: *List` items expanded
+    (estimator.api.read_objects, the estimator's own reader of --snapshot files)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(path, "", f"cannot read: {error}") from None
-    try:
-        if text.lstrip()[:1] in ("{", "["):
-            documents = [json.loads(text)]
-        else:
-            documents = list(yaml.load_all(text, Loader=_Loader))
-    except json.JSONDecodeError as error:
-        raise InputError(path, "", f"invalid JSON at line {error.lineno}: {error.msg}") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(path, "", f"invalid YAML{where}: {getattr(error, 'problem', None) or error}") from None
-    objects: list[Any] = []
-    for document in documents:
-        if document is None:
-            continue
-        if isinstance(document, list):
-            objects.extend(document)
-        elif isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List") \
-                and isinstance(document.get("items"), list):
-            item_kind = str(document["kind"])[: -len("List")]
-            objects.extend({**item, "kind": item_kind} if isinstance(item, Mapping) and "kind" not in item
-                           and item_kind else item for item in document["items"])
-        else:
-            objects.append(document)
+        objects = read_objects(path)
+    except ObjectFileError as error:
+        raise InputError(path, "", error.message) from None
     if not objects:
         raise InputError(path, "", "the file holds no objects")
     return objects
