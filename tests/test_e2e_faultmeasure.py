@@ -8,7 +8,7 @@ from __future__ import annotations
 import prometheus_client
 import pytest
 
-from e2e.harness.faultmeasure import Row, Timing, counters, failures, row_markdown, table, time_fault
+from e2e.harness.faultmeasure import PREFIX, Row, Timing, counters, failures, labelled, row_markdown, table, time_fault
 from estimator.metrics import WatchCollector
 
 
@@ -49,6 +49,13 @@ def test_failures_are_read_from_the_estimators_own_exposition():
     # Events, bookmarks and lists are not failures.
     assert failures(_exposition(_State(events=10_000, lists=9))) == 1
     assert counters(text)["karmada_scheduler_estimator_watch_events_total"] == 80
+
+
+def test_watch_errors_by_reason():
+    text = _exposition(_State(errors={"gone": 2, "silent": 3}))
+    # Node's one silent watch and Pod's three add up; kinds are summed away.
+    assert labelled(text, PREFIX + "errors_total", "reason") == {"silent": 4.0, "gone": 2.0}
+    assert labelled(text, PREFIX + "no_such_metric", "reason") == {}
 
 
 def test_a_line_that_is_not_a_sample_is_an_error():

@@ -35,6 +35,20 @@ def counters(exposition: str) -> dict[str, float]:
     return sums
 
 
+def labelled(exposition: str, name: str, label: str) -> dict[str, float]:
+    """One metric's samples summed by the value of one label (e.g. watch errors by reason)."""
+    sums: dict[str, float] = {}
+    pattern = re.compile(rf'(?:^|,){label}="([^"]*)"')
+    for line in exposition.splitlines():
+        match = _SAMPLE.match(line) if line and not line.startswith("#") else None
+        if match is None or match.group(1) != name:
+            continue
+        found = pattern.search(match.group(2) or "")
+        key = found.group(1) if found else ""
+        sums[key] = sums.get(key, 0.0) + float(match.group(3))
+    return sums
+
+
 def failures(exposition: str) -> float:
     found = counters(exposition)
     return sum(found.get(name, 0.0) for name in FAILURE_COUNTERS)
@@ -67,16 +81,16 @@ def time_fault(inject: Callable[[Callable[[], float]], None], failures: Callable
     timing = Timing()
     inject(since)
     while True:
-        now = since()
+        # Each figure is read when its probe has returned: a bound, never an understatement.
         if timing.detected is None and failures() > before:
-            timing.detected = now
+            timing.detected = since()
         diffs = differences()
         if diffs is not None:
             timing.differences = diffs
             if not diffs:
-                timing.converged = now
+                timing.converged = since()
                 break
-        if now >= limit:
+        if since() >= limit:
             break
         sleep(every)
     if timing.detected is None and failures() > before:

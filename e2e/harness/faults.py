@@ -56,9 +56,13 @@ def _metrics_url(est: Running) -> str:
     return f"http://{argv[argv.index('--metrics-bind-address') + 1]}/metrics"
 
 
-def _counters(est: Running) -> dict[str, float]:
+def _exposition(est: Running) -> str:
     with urllib.request.urlopen(_metrics_url(est), timeout=5) as response:
-        return faultmeasure.counters(response.read().decode())
+        return response.read().decode()
+
+
+def _counters(est: Running) -> dict[str, float]:
+    return faultmeasure.counters(_exposition(est))
 
 
 def _failures(est: Running):
@@ -202,6 +206,17 @@ def pod_churn(diff: Differential, state: MemberState, seconds: float = 6.0) -> F
     return result
 
 
+def _in_background(box: dict, changes) -> None:
+    """Make the changes in a thread, so detection is polled while they are being made; the
+    reference they end with goes to box["snap"] (or their error to box["error"])."""
+    def run() -> None:
+        try:
+            changes()
+        except Exception as error:  # noqa: BLE001 - raised by the differences probe
+            box["error"] = error
+    threading.Thread(target=run, daemon=True).start()
+
+
 def _restart_in_background(bed: KubeBed, diff: Differential, state: MemberState, before: tuple, box: dict,
                            rng: random.Random, tag: str, since) -> None:
     def run() -> None:
@@ -261,13 +276,16 @@ def node_deletion(diff: Differential, state: MemberState) -> FaultResult:
     before = _snap(diff, state, "nodes").answers
     box: dict = {}
 
-    def inject(since) -> None:
+    def changes() -> None:
         for name in victims:
             diff.pop.core.delete_node(name, grace_period_seconds=0)
         box["snap"] = _snap(diff, state, "nodes")
 
+    def inject(since) -> None:
+        _in_background(box, changes)
+
     timing = time_fault(inject, _failures(diff.ours_ff), _differences(diff, diff.ours_ff, state, box), LIMIT)
-    changed = box["snap"].answers != before
+    changed = "snap" in box and box["snap"].answers != before
     return _judge(diff, state, "nodes deleted with pods still bound", timing, False,
                   f"deleted {victims}; answers moved: {'yes' if changed else 'no'}")
 
@@ -278,10 +296,13 @@ def hostile_pods(diff: Differential, state: MemberState) -> FaultResult:
     nodes = sorted(n.metadata.name for n in diff.pop.core.list_node().items)
     box: dict = {}
 
-    def inject(since) -> None:
+    def changes() -> None:
         diff.pop.create_pod(_bound_pod("hostile-8e", nodes[0], {"ephemeral-storage": "8E"}, containers=2))
         after_hostile = _snap(diff, state, "hostile").answers
         box["snap"], box["fills"] = _fill_until_changed(diff, state, after_hostile, "after-hostile")
+
+    def inject(since) -> None:
+        _in_background(box, changes)
 
     saturated = faultmeasure.PREFIX + "saturated_objects_total"
     count_before = _counters(diff.ours_ff).get(saturated, 0)
@@ -358,10 +379,10 @@ def dead_link(diff: Differential, relayed: Relayed, state: MemberState, log=prin
             box["snap"], box["fills"] = _fill_until_changed(judge, state, start.answers, "after-silence")
 
         timing = time_fault(inject, _failures(est), _differences(judge, est, state, box), DEAD_LINK_LIMIT)
-        errors = {k: v for k, v in _counters(est).items() if k.startswith(faultmeasure.PREFIX + "errors")}
+        errors = faultmeasure.labelled(_exposition(est), faultmeasure.PREFIX + "errors_total", "reason")
         return _judge(judge, state, "link silenced without FIN/RST (TCP relay; the kernel still acknowledges)",
                       timing, True, f"{relay.connections - opened} new connections through the relay; "
-                      f"{box.get('fills')} filler pods moved the answers; watch errors {errors}")
+                      f"{box.get('fills')} filler pods moved the answers; watch failures by reason {errors}")
     finally:
         relayed.stop()
 
