@@ -144,13 +144,14 @@ def test_stop_lets_an_in_flight_call_finish_and_refuses_new_ones():
         # A grace period far beyond the wait below: stop() returning proves it ended with the
         # call, not with the grace period.
         stopping = pool.submit(server.stop, 600.0)
+        # stop() turns readiness off first, then stops taking calls: poll until a new call is
+        # refused (how soon depends on scheduling, so no fixed sleep), the held one still in flight.
         deadline = time.monotonic() + 60  # a hang guard, not a speed check
-        while server.ready:  # stop() has begun
-            assert time.monotonic() < deadline
+        while code_of(lambda: client.MaxAvailableComponentSets(GPU_SETS, timeout=10)) != grpc.StatusCode.UNAVAILABLE:
+            assert time.monotonic() < deadline, "new calls were still served after stop() began"
             time.sleep(0.01)
-        time.sleep(0.1)
-        assert code_of(lambda: client.MaxAvailableComponentSets(GPU_SETS, timeout=10)) == grpc.StatusCode.UNAVAILABLE
-        assert not stopping.done(), "stop() returned while a call was in flight"
+        assert not server.ready
+        assert not stopping.done() and not in_flight.done(), "stop() returned while a call was in flight"
         slowed.release.set()
         assert in_flight.result().maxReplicas == ANSWER
         stopping.result(timeout=60)
