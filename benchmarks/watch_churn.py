@@ -704,45 +704,53 @@ def section_text(r: dict) -> str:
         f"{churn['run_queue_ms']} | {churn['blocked_ms']} |",
         "",
     ]
-    lines += PROFILE_NOTES
+    lines += profile_notes(r)
     return "\n".join(lines) + "\n"
 
 
-PROFILE_NOTES = [
-    "What moved these numbers (profiles taken on this machine while building it, 2026-11-30; each step is in "
-    "estimator/watch/ with the reason next to it):",
-    "",
-    "- *Initial sync, 28-33 s -> ~10 s.* With CPython's default collector every generation-2 collection walked "
-    "every tracked object in the process (~225,000: modules, the kubernetes client's pydantic models, numba, "
-    "the cache), and each 500-pod page (~50,000 fresh containers) set one off: 63 full collections were half of "
-    "the 17.6 s CPU. `WatchClusterState` runs `gc.collect(); gc.freeze()` at start and after the first full "
-    "sync: 8.8 s CPU, as good as with the collector off (7.7 s). orjson for list pages and events (16.9 -> "
-    "7.5 µs per 3.8 KB pod event) brought it to ~7.5 s CPU. The wall time is now the QPS floor: 223 list "
-    "pages + 5 watches through a bucket of burst 30 at 20 QPS take (228 - 30) / 20 ≈ 9.9 s. A bigger "
-    "`page_size` (or --kube-api-qps) would shorten it, with bigger transient pages.",
-    "- *Estimate p99 during churn, 37-80 ms -> ~1.2-1.5 ms*, in four steps, each found by splitting the "
-    "slowest estimates into own CPU / run queue / blocked (`/proc/thread-self/schedstat`, `time.thread_time`):",
-    "  1. *Blocked ~23 ms -> ~1.5 ms.* urllib3 decodes a chunked body one chunk (= one event) at a time, so "
-    "the pod reflector released and re-took the interpreter lock on every 8 KiB socket read, and an estimate "
-    "that had released it (numba kernels, numpy) lost the race to get it back. Watch bodies are now decoded "
-    "from the socket's buffered reader in 256 KiB reads (`kubeclient.WatchStream._chunked_lines`) and "
-    "`EstimatePriority` pauses reflectors for up to 2 ms after an estimate starts (at most 25% of wall "
-    "time). `sys.setswitchinterval` (0.5 ms, 0.1 ms) alone did not help.",
-    "  2. *Churn p50 0.86 -> 0.55 ms.* Under churn every estimate found the cache changed and rebuilt the "
-    "snapshot (~0.3 ms at 10,000 nodes) and its node masks; a publisher thread now rebuilds it every 10 ms "
-    "while the cache moves and estimates take the published one (at most 20 ms behind the cache).",
-    "  3. *Own-CPU spikes of 20-30 ms -> none.* Churn keeps CPython's generation-0 allocation count flat (a "
-    "new pod record is balanced by a freed old one), so new records piled up in generation 0 unexamined and "
-    "the rare young collection walked ~60,000 tuples (`gc.callbacks` timings, `gc.get_objects(0)`). The pod "
-    "reflector collects generation 0 every 512 events: ~470 collections of under ~1 ms per 20 s of churn.",
-    "  4. What is left in the slowest 1% is mostly *run queue*: waiting for one of the 2 cores, shared with the "
-    "fake API server and colleagues' jobs. Single-round runs while building ranged from 1.4x to 2.3x; the "
-    "verdict above is on the pooled rounds.",
-    "- *Per-event cost now:* ~24 µs of CPU for parse + upsert_pod of a 3.8 KB pod (cProfile, json; ~16 µs "
-    "with orjson), after another engineer's `dict` checks in the parsers (623ddf5) took it from ~38 µs. "
-    "Decoding events in a separate process would leave ~5-10 µs per event in the estimator's interpreter, "
-    "the next step if churn p99 must hold on a busier machine.",
-]
+def profile_notes(r: dict) -> list[str]:
+    """Why the figures are what they are. Every number here is this run's (or follows from
+    its settings); the measurements behind each past step are in the commits that made it."""
+    kinds = len(r["initial_sync_throttled_s"])  # one watch per kind
+    requests = r["list_pages"] + kinds
+    floor = max(requests - r["burst"], 0) / r["qps"] if r["qps"] > 0 else 0.0
+    young = r["gc_during_churn"]["gen0"]
+    ratios = ", ".join(f"{x}x" for x in r["per_round_churn_over_quiet_p99"])
+    return [
+        "What shapes these numbers (each step is in estimator/watch/ with the reason next to it):",
+        "",
+        "- *Initial sync.* With CPython's default collector every full collection walks every tracked object in "
+        "the process (modules, the kubernetes client's models, numba, the cache: "
+        f"{r['gc_objects_after_sync']:,} objects after this run's sync), and each list page of fresh containers "
+        "set one off. `WatchClusterState` runs `gc.collect(); gc.freeze()` at start and after the first full "
+        "sync, and list pages and watch events are parsed with orjson. The wall time is bounded below by the QPS "
+        f"floor: {r['list_pages']} list pages + {kinds} watches through a bucket of burst {r['burst']} at "
+        f"{r['qps']:g} QPS take at least ({requests} - {r['burst']}) / {r['qps']:g} = {floor:.1f} s of this "
+        f"run's {r['initial_sync_s']} s. A bigger `page_size` (or --kube-api-qps) would shorten it, with "
+        "bigger transient pages.",
+        "- *Estimate latency during churn*, improved in steps found by splitting the slowest estimates into own "
+        "CPU / run queue / blocked (`/proc/thread-self/schedstat`, `time.thread_time`):",
+        "  1. *Blocked on the interpreter lock.* urllib3 decodes a chunked body one chunk (= one event) at a "
+        "time, so the pod reflector released and re-took the interpreter lock on every socket read, and an "
+        "estimate that had released it (numba kernels, numpy) lost the race to get it back. Watch bodies are "
+        "decoded from the socket's buffered reader in large reads (`kubeclient.WatchStream._chunked_lines`), "
+        "and `EstimatePriority` pauses reflectors for a short window after an estimate starts, within a cap on "
+        f"its share of wall time (this run: {r['estimate_priority_paused_s']} s of pauses in total). Lowering "
+        "`sys.setswitchinterval` alone did not help.",
+        "  2. *Snapshot rebuilds.* Under churn every estimate found the cache changed and rebuilt the snapshot "
+        "and its node masks; a publisher thread rebuilds it while the cache moves and estimates take the "
+        "published one (at most `snapshot_max_lag` behind the cache).",
+        "  3. *Young-collection spikes.* Churn keeps CPython's generation-0 allocation count flat (a new pod "
+        "record is balanced by a freed old one), so new records piled up in generation 0 unexamined until a rare "
+        "young collection walked them all. The pod reflector collects generation 0 every "
+        f"`ReflectorOptions.young_gc_every` events: this run, {young['count']:,} young collections during the "
+        f"churn phases, the longest {young['max_ms']} ms.",
+        "  4. What is left in the slowest 1% is in the table above; its *run queue* column is time spent waiting "
+        f"for one of the {r['machine']['nproc']} cores, shared with the fake API server and other jobs. The "
+        f"verdict is on the pooled rounds (this run's per-round ratios: {ratios}).",
+        "- *Next step* if the churn p99 must hold on a busier machine: decode events in a separate process, "
+        "leaving only the cache updates in the estimator's interpreter.",
+    ]
 
 
 def write_section(path: Path, result: dict) -> None:
