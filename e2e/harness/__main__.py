@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, large, placement, procs
+from e2e.harness import client, faults, large, placement, procs, restarts
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -49,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--placement-fleets", type=int, default=50,
                    help="random fleets scheduled by Karmada's scheduler and karmada-place (0 skips)")
     p.add_argument("--no-placement", action="store_true", help="skip the placement check")
+    p.add_argument("--karmada-restarts", type=int, default=0, metavar="N",
+                   help="start Karmada's estimator N times on one unchanged member and report the distinct "
+                        "answers (ours is restarted too and must give one answer); 0 skips")
     return p.parse_args(argv)
 
 
@@ -147,6 +150,8 @@ def main(argv=None) -> int:
                         ctally.failures.append(f"seed {seed}: mTLS estimator did not converge: {lag[:2]}")
                     client.check_state(estclient, state, [("ours plaintext", ours_ff, None), ("ours mTLS", ours_mtls, tls)],
                                        ctally, control=karmada)
+                if i == args.client_states - 1:  # done with it: it would only follow every later state's churn
+                    ours_mtls.stop()
             if (i + 1) % 20 == 0:
                 t = diff.tally
                 log(f"e2e: {i + 1}/{args.states} states, {t.requests} requests, {t.mismatches} mismatches, "
@@ -173,6 +178,11 @@ def main(argv=None) -> int:
         for nodes in [int(x) for x in args.large.split(",") if x.strip()]:
             large.judge_large(diff, nodes, args.seed + nodes, log)
             phase(f"large {nodes}")
+        if args.karmada_restarts > 0:
+            variation = restarts.run(diff, karmada_bin, bed.kubeconfig, args.work, args.karmada_restarts,
+                                     args.seed + 200000, log)
+            failed |= not variation.ours_deterministic
+            phase("restarts")
         fault_run = None
         if not args.no_faults:  # the last fault (dead link) goes on in a thread until finish()
             fault_run = faults.run_all(diff, bed, args.seed + 100000, log)
