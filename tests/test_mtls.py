@@ -2,7 +2,8 @@
 
 --grpc-auth-cert-file/--grpc-auth-key-file turn TLS on; --grpc-client-ca-file makes
 client certificates required and verified; --insecure-skip-grpc-client-verify stops
-asking for them. Every refusal must be fast (short deadlines, UNAVAILABLE), never a hang.
+asking for them. Every refusal must be UNAVAILABLE within the call's deadline, never a hang
+(DEADLINE_EXCEEDED); how long it takes is not asserted.
 """
 
 from __future__ import annotations
