@@ -100,15 +100,43 @@ def _add_member_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", choices=("table", "json"), default="table")
 
 
+class _PlaceParser(argparse.ArgumentParser):
+    """--job is required unless a command runs: argparse's `required=True` would also demand
+    it of `karmada-place doctor ...`, so it is checked here, with argparse's wording. Words
+    left over are reported by the command's own parser, so the error names the command."""
+
+    subcommands: dict[str, argparse.ArgumentParser]
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extra = super().parse_known_args(args, namespace)
+        if parsed.command is None and parsed.job is None:
+            self.error("the following arguments are required: --job")
+        return parsed, extra
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            failing = self.subcommands[parsed.command] if parsed.command else self
+            failing.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    """karmada-place: placing a job without a command; `doctor` and `summarize` as argparse
+    subcommands (listed in --help, each with its own --help and errors)."""
+    p = _PlaceParser(
         prog="karmada-place", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Where would Karmada put this multi-component job, and why not elsewhere? Per member: the "
                     "general estimator (cluster totals), the resource models and the accurate estimators; the "
                     "minimum of the answers that are not -1; ONE member chosen as Karmada chooses.",
-        epilog="subcommands: 'karmada-place doctor --help', 'karmada-place summarize --help'. "
-               "Exit: 0 chosen, 3 no member fits, 2 bad input.")
-    p.add_argument("--job", required=True, metavar="JOB.yaml", help="the job manifest (its runtime may follow)")
+        epilog="Exit: 0 chosen, 3 no member fits, 2 bad input.")
+    commands = p.add_subparsers(dest="command", title="commands (without one: place the job)", metavar="[COMMAND]",
+                                parser_class=argparse.ArgumentParser)
+    p.subcommands = {"doctor": commands.add_parser("doctor", help=DOCTOR, description=DOCTOR),
+                     "summarize": commands.add_parser("summarize", help=SUMMARIZE, description=SUMMARIZE)}
+    _add_doctor_arguments(p.subcommands["doctor"])
+    _add_member_arguments(p.subcommands["summarize"])
+    p.add_argument("--job", metavar="JOB.yaml", help="the job manifest (its runtime may follow); required")
     p.add_argument("--policy", metavar="POLICY.yaml", help="the PropagationPolicy that selects the job")
     p.add_argument("--strategy", choices=STRATEGIES, default=KARMADA,
                    help="karmada: most sets first, then name (default); tightest: fewest sets that fit")
@@ -125,24 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_doctor_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="karmada-place doctor",
-                                description="Flags the silent failures before they happen: feature gate, spread "
-                                            "constraint, blind resource models, members without an accurate "
-                                            "estimator. Exit 3 when a problem would misplace the job.")
+DOCTOR = ("Flags the silent failures before they happen: feature gate, spread constraint, blind resource models, "
+          "members without an accurate estimator. Exit 3 when a problem would misplace the job.")
+SUMMARIZE = ("Print Karmada Cluster objects whose status.resourceSummary (and allocatableModelings) is computed "
+             "from member snapshots, as Karmada's cluster status controller computes them.")
+
+
+def _add_doctor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True, metavar="POLICY.yaml")
     p.add_argument("--job", required=True, metavar="JOB.yaml")
     _add_member_arguments(p)
-    return p
-
-
-def build_summarize_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="karmada-place summarize",
-                                description="Print Karmada Cluster objects whose status.resourceSummary (and "
-                                            "allocatableModelings) is computed from member snapshots, as Karmada's "
-                                            "cluster status controller computes them.")
-    _add_member_arguments(p)
-    return p
 
 
 # --- shared set-up ----------------------------------------------------------------------
@@ -270,21 +290,18 @@ def run_summarize(args) -> int:
     return EXIT_CHOSEN
 
 
-COMMANDS = {"doctor": (build_doctor_parser, run_doctor), "summarize": (build_summarize_parser, run_summarize)}
+COMMANDS = {None: run_place, "doctor": run_doctor, "summarize": run_summarize}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    build, run = COMMANDS.get(argv[0], (build_parser, run_place)) if argv else (build_parser, run_place)
-    if argv and argv[0] in COMMANDS:
-        argv = argv[1:]
-    parser = build()
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
-        return run(args)
+        return COMMANDS[args.command](args)
     except (InputError, UsageError) as error:
         print(f"karmada-place: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
