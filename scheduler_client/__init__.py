@@ -1,10 +1,15 @@
 """The placement client: where Karmada would put a multi-component job, and why.
 
-Module map (pure logic unless marked as an edge; tests/test_client_layering.py checks it):
+It uses the estimator core only through estimator.api (and the generated wire protocol
+estimator.pb at its gRPC edges); the import-linter contracts in pyproject.toml hold this
+and the edges below (tests/test_layering.py runs them).
+
+Module map (pure logic unless marked as an edge):
 
     interpreters/   job manifest -> components (one module per job family)
     policy.py       PropagationPolicy -> placement rules, with Karmada's defaults
     clusters.py     Karmada Cluster objects -> summary, models, labels
+    fields.py       reading decoded YAML/JSON fields; errors name the field
     clusterstatus.py  member objects -> resourceSummary, as the cluster status controller
     resourcemodels.py Karmada's resource models: defaults, grading, model nodes
     members.py      one view per member, saying where each number came from
