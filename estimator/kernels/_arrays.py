@@ -22,12 +22,15 @@ class Packing(NamedTuple):
     `bound`: an upper bound on the sets any placement reaches (-1: not computed); the
     answer is proven optimal when sets == bound. `limiting`: the component that could not
     complete the next set (-1: none, or not known); its fits give the first bound to try.
+    `work`: what computing it cost, in node visits (deterministic; best mode's budget is
+    counted in it; 0: not counted).
     """
 
     sets: int
     placement: np.ndarray
     bound: int = -1
     limiting: int = -1
+    work: int = 0
 
 
 class Problem(NamedTuple):

@@ -30,11 +30,16 @@ Quality against the exhaustive optimum on small members from five generators, an
 best beats first-fit on larger members: `python -m benchmarks.quality` (RESULTS.md,
 "Packing quality"). With no budget limit best mode is the optimum on >= 99.5% of them.
 
-Work budget: steps 4-6 run only while the search's CPU time (this thread's, so other work on
-the machine does not eat the budget) stays within `budget` x first-fit's own CPU time in
-this call (at least _MIN_SEARCH_SECONDS); a step is started only when the slowest step so
-far (at first: twice first-fit's time) still fits. The answer is first-fit's until a
-step improves it, so a budget only ever trades quality for time, never correctness.
+Work budget, counted in steps, not time, so the same request always gets the same answer
+(whatever the machine's load): work is node visits (`Packing.work`: every node a walk
+looks at; building a candidate's node orders or verifying a witness counts components x
+nodes; each step also counts _STEP_OVERHEAD for its fixed cost). Steps 4-6 may do
+`budget` x first-fit's own work in this call (at least _MIN_SEARCH_WORK, so a tiny problem
+can still afford its exhaustive tries); a step is started only when its predicted work
+still fits: a bulk pass is bounded in advance (one walk per component, then a witness
+check), a set-by-set pass is predicted by the most a set-by-set pass took so far (at
+first: twice first-fit's work). The answer is first-fit's until a step improves it, so a
+budget only ever trades quality for time, never correctness.
 
 All packing runs on copies; `available` is never written.
 """
@@ -42,7 +47,6 @@ All packing runs on copies; `available` is never written.
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 
@@ -79,20 +83,26 @@ _CONTENTION_LEVELS = 8
 # Probes after k = U, and how many candidates each tries: bounds the worst case.
 _MAX_PROBES = 6
 _BISECTION_CANDIDATES = 1
-# A small problem's first-fit takes microseconds; its search may still take this long (a
-# fraction of an empty gRPC call, so the request stays within twice first-fit's latency).
-_MIN_SEARCH_SECONDS = 500e-6
+# A small problem's first-fit visits a few dozen nodes; its search may still do this much
+# work (measured: about 0.3 ms, a fraction of an empty gRPC call, so the request stays
+# within twice first-fit's latency)...
+_MIN_SEARCH_WORK = 20_000
+# ...where each step also pays for its Python wrapper (~10 us, ~400 node visits).
+_STEP_OVERHEAD = 400
 
 
 @kernel
 def _node_orders(
-    fits: np.ndarray, replicas: np.ndarray, order: np.ndarray, kind: int, node_order: np.ndarray, lengths: np.ndarray
+    fits: np.ndarray, replicas: np.ndarray, order: np.ndarray, kind: int, buckets: int, node_order: np.ndarray,
+    lengths: np.ndarray,
 ) -> None:
     """node_order[c, :lengths[c]]: the nodes where c fits a replica, arranged by `kind`.
 
     A stable counting sort on key = contention * buckets + fit bucket, where contention is
     how many components after c in `order` fit on the node (LEAST_CONTENDED_WORST_FIT
     only) and the fit bucket is min(fit, buckets - 1), reversed for largest fit first.
+    `buckets` (at most _FIT_BUCKETS) is one above the largest fit, so small problems do not
+    pay for a thousand empty buckets.
     """
     n_comp = order.shape[0]
     n_nodes = fits.shape[1]
@@ -100,7 +110,7 @@ def _node_orders(
     largest_first = kind == LEAST_CONTENDED_WORST_FIT
     contention = np.zeros(n_nodes, np.int64)  # components after the current one that fit there
     keys = np.empty(n_nodes, np.int64)
-    starts = np.empty(_CONTENTION_LEVELS * _FIT_BUCKETS + 1, np.int64)
+    starts = np.empty(_CONTENTION_LEVELS * buckets + 1, np.int64)
     for i in range(n_comp - 1, -1, -1):
         c = order[i]
         starts[:] = 0
@@ -111,9 +121,9 @@ def _node_orders(
             if f > 0:
                 key = 0
                 if by_contention:
-                    key = min(contention[n], _CONTENTION_LEVELS - 1) * _FIT_BUCKETS
-                bucket = min(f, _FIT_BUCKETS - 1)
-                key += _FIT_BUCKETS - 1 - bucket if largest_first else bucket
+                    key = min(contention[n], _CONTENTION_LEVELS - 1) * buckets
+                bucket = min(f, buckets - 1)
+                key += buckets - 1 - bucket if largest_first else bucket
                 starts[key + 1] += 1
                 length += 1
             keys[n] = key
@@ -146,35 +156,36 @@ def _component_order(name: str, replicas: np.ndarray, fits: np.ndarray) -> np.nd
 
 
 class _Search:
-    """Candidate packings for one best_sets call; keeps the best verified one."""
+    """Candidate packings for one best_sets call; keeps the best verified one.
+
+    Work is counted as the module docstring says; `allowance` None means no limit.
+    """
 
     def __init__(self, available, requests, replicas, masks, fits, bound, baseline: Packing, allowance=None,
-                 step_guess: float = 0.0):
+                 first_fit_work: int = 0):
         self.available, self.requests, self.replicas, self.masks = available, requests, replicas, masks
         self.fits, self.bound, self.best = fits, bound, baseline
         self._orders: dict = {}
-        # Seconds the search may take (None: no limit), and the slowest step so far.
         self._allowance = allowance
-        self._started = time.thread_time()
-        self._slowest = step_guess  # before the first step: a guess
+        self.work = 0  # done by the search so far
+        # A set-by-set pass's work is not known in advance: the most one took so far, at
+        # first twice first-fit's (per-component walks cost about that).
+        self._set_by_set_guess = 2 * first_fit_work
+        n_comp, n_nodes = fits.shape
+        self._buckets = int(min(_FIT_BUCKETS, fits.max(initial=0) + 1))
+        self._cells = n_comp * n_nodes  # a witness check, or building one candidate's node orders
         self.steps = 0
         self.stopped = False  # the budget ended the search early
 
-    def _may_step(self) -> bool:
-        if self._allowance is None:
-            return True
-        now = time.thread_time()
-        if now - self._started + self._slowest > self._allowance:
+    def _afford(self, predicted: int) -> bool:
+        """May a step predicted to do this much work start? (Refusing one ends the search.)"""
+        if self._allowance is not None and self.work + predicted + _STEP_OVERHEAD > self._allowance:
             self.stopped = True
-            return False
-        return True
+        return not self.stopped
 
-    def _timed(self, step, *args):
-        started = time.thread_time()
-        result = step(*args)
-        self._slowest = max(self._slowest, time.thread_time() - started)
+    def _charge(self, work: int) -> None:
+        self.work += work + _STEP_OVERHEAD
         self.steps += 1
-        return result
 
     def _candidate(self, name, kind: int):
         """name: a component order's name, or the order itself (a tuple of indices)."""
@@ -186,27 +197,42 @@ class _Search:
                 order = _component_order(name, self.replicas, self.fits)
             node_order = np.empty(self.fits.shape, dtype=np.int64)
             lengths = np.empty(self.fits.shape[0], dtype=np.int64)
-            _node_orders(self.fits, self.replicas, readonly(order), kind, node_order, lengths)
+            _node_orders(self.fits, self.replicas, readonly(order), kind, self._buckets, node_order, lengths)
+            self.work += self._cells + self.fits.shape[0] * _CONTENTION_LEVELS * self._buckets
             self._orders[key] = (order, node_order, lengths)
         return self._orders[key]
 
+    def _order_cost(self, name, kind: int) -> int:
+        """Work to build a candidate's node orders, 0 once built."""
+        if (name, kind) in self._orders:
+            return 0
+        return self._cells + self.fits.shape[0] * _CONTENTION_LEVELS * self._buckets
+
     def _offer(self, sets: int, placement: np.ndarray) -> bool:
-        if sets > self.best.sets and _verify(
-            self.available, self.requests, self.replicas, self.masks, sets, readonly(placement)
-        ):
-            self.best = Packing(int(sets), placement)
-            return True
+        if sets > self.best.sets:
+            self.work += self._cells
+            if _verify(self.available, self.requests, self.replicas, self.masks, sets, readonly(placement)):
+                self.best = Packing(int(sets), placement)
+                return True
         return False
 
-    def _set_by_set(self, name: str, kind: int) -> None:
+    def _set_by_set(self, name, kind: int) -> None:
+        if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + self._cells):
+            return
         order, node_order, lengths = self._candidate(name, kind)
         available = self.available.copy()
         got = pack(available, self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
+        self._charge(got.work)
+        self._set_by_set_guess = max(self._set_by_set_guess, got.work)
         self._offer(got.sets, got.placement)
 
-    def _exactly_with(self, k: int, name: str, kind: int) -> bool:
+    def _exactly_with(self, k: int, name, kind: int) -> bool:
+        # One walk per component over its node order, then the witness check: known in advance.
+        if not self._afford(self._order_cost(name, kind) + self._cells + self.fits.shape[0] + self._cells):
+            return False
         order, node_order, lengths = self._candidate(name, kind)
         got = pack(self.available.copy(), self.requests, self.replicas * k, self.masks, order, node_order, lengths, 1)
+        self._charge(got.work)
         return got.sets == 1 and self._offer(k, got.placement)
 
     def _exactly(self, k: int, candidates) -> bool:
@@ -214,17 +240,19 @@ class _Search:
         if k > INT64_MAX // max(int(self.replicas.max()), 1):
             return False
         for name, kind in candidates:
-            if not self._may_step():
+            if self.stopped:
                 return False
-            if self._timed(self._exactly_with, k, name, kind):
+            if self._exactly_with(k, name, kind):
                 return True
         return False
 
     def run(self) -> Packing:
-        if not self._may_step():
+        # Bulk at the bound first: a bulk pass is cheaper than a set-by-set one on sets-heavy
+        # problems, and reaching the bound ends the search with a proven optimum.
+        if self._exactly(self.bound, BULK_CANDIDATES[:1]):
             return self.best
-        self._timed(self._set_by_set, *SET_BY_SET_CANDIDATE)
-        if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES):
+        self._set_by_set(*SET_BY_SET_CANDIDATE)
+        if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES[1:]):
             return self.best
         n_comp, n_nodes = self.fits.shape
         if n_nodes <= _SMALL_NODES and n_comp <= _SMALL_COMPONENTS:
@@ -247,9 +275,9 @@ class _Search:
         candidates = [(order, kind) for order in itertools.permutations(range(self.fits.shape[0]))
                       for kind in (LEAST_CONTENDED_WORST_FIT, BEST_FIT)]
         for order, kind in candidates:
-            if self.best.sets >= self.bound or not self._may_step():
+            if self.best.sets >= self.bound or self.stopped:
                 return
-            self._timed(self._set_by_set, order, kind)
+            self._set_by_set(order, kind)
         for k in range(self.bound, max(self.best.sets, self.bound - _SMALL_K_TRIES), -1):
             if k <= self.best.sets or self.stopped or self._exactly(k, candidates):
                 return
@@ -258,30 +286,25 @@ class _Search:
 def best_sets(available, requests, replicas, masks, upper, budget: float | None = None) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
-    `budget`: None searches without a time limit; a number b >= 0 lets the search after
-    first-fit take b x first-fit's time in this call (module docstring). The result's
-    `bound` is an upper bound on what any placement reaches. Does not modify `available`;
-    the returned placement passes `verify_placement`.
+    `budget`: None searches without a limit; a number b >= 0 lets the search after
+    first-fit do b x first-fit's own work in this call, counted in node visits (module
+    docstring), so the answer does not depend on timing. The result's `bound` is an upper
+    bound on what any placement reaches; `work` what first-fit and the search did. Does
+    not modify `available`; the returned placement passes `verify_placement`.
     """
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
     p = problem(available, requests, replicas, masks, upper, in_place=False)
-    started = time.thread_time()
     baseline = karmada_first_fit(p.available.copy(), p.requests, p.replicas, p.masks, p.upper)
-    first_fit_seconds = time.thread_time() - started
     if baseline.sets >= p.upper:
         return baseline._replace(bound=p.upper)
     quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
     if baseline.sets >= quick:
         return baseline._replace(bound=quick)
     bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
-    if baseline.sets >= bound:
+    if baseline.sets >= bound or budget == 0:
         return baseline._replace(bound=bound)
-    if budget == 0:
-        return baseline._replace(bound=bound)
-    allowance = None if budget is None else budget * max(first_fit_seconds, _MIN_SEARCH_SECONDS)
-    # The first step is guessed at twice first-fit's time: a set-by-set pass over per-component
-    # walks takes about that, so a budget of 1 does not start one it would overrun.
-    search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance,
-                     2 * first_fit_seconds)
-    return search.run()._replace(bound=bound)
+    allowance = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK)
+    search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance, baseline.work)
+    found = search.run()
+    return found._replace(bound=bound, work=baseline.work + search.work)
