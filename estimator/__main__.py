@@ -192,8 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="best: verified best packing, never below first-fit (default); "
                            "first-fit: Karmada's algorithm, same answers as the Go estimator.")
     ours.add_argument("--best-budget", type=float, default=1.0, metavar="X",
-                      help="--packing best: after first-fit's answer, search for a better one for at most X times "
-                           "first-fit's own time (default 1; 0: first-fit's answer; inf: no limit).")
+                      help="--packing best: after first-fit's answer, search for a better one doing at most X times "
+                           "first-fit's own work, counted in node visits, so answers never depend on timing "
+                           "(default 1; 0: first-fit's answer; inf: no limit).")
     ours.add_argument("--max-concurrent-requests", type=int, default=64,
                       help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
                            "(a bounded queue, not one that grows); 0: no limit.")

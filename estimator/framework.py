@@ -38,8 +38,8 @@ class PluginResult:
         return cls(NO_CONSTRAINT, Code.NOOP, reason)
 
 
-# Best mode's default work budget: its search after first-fit may take this many times
-# first-fit's own time in the request (kernels.best_sets).
+# Best mode's default work budget: its search after first-fit may do this many times
+# first-fit's own work in the request, counted in node visits (kernels.best_sets).
 DEFAULT_BEST_BUDGET = 1.0
 
 
