@@ -106,8 +106,9 @@ class Differential:
             dump = self.work / "state.json"
             self.pop.dump(dump)
             ref = oracle.Reference(dump)
-            ff_ref = {i: ref.sets(q)[0] for i, q in enumerate(state.sets_queries)}
-            best_ref = {i: ref.sets(q)[1] for i, q in enumerate(state.sets_queries)}
+            both = [ref.sets(q) for q in state.sets_queries]  # (first-fit, best) each
+            ff_ref = {i: pair[0] for i, pair in enumerate(both)}
+            best_ref = {i: pair[1] for i, pair in enumerate(both)}
         t.clusters += 1
         ok = True
         self.last_reference = (ref, ff_ref)
