@@ -108,9 +108,13 @@ class _PlaceParser(argparse.ArgumentParser):
     subcommands: dict[str, argparse.ArgumentParser]
 
     def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
         parsed, extra = super().parse_known_args(args, namespace)
         if parsed.command is None and parsed.job is None:
             self.error("the following arguments are required: --job")
+        if parsed.command is not None and args[0] != parsed.command:
+            # The command's defaults would silently replace flags given before it.
+            self.error(f"the command comes first: karmada-place {parsed.command} [flags]")
         return parsed, extra
 
     def parse_args(self, args=None, namespace=None):

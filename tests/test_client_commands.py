@@ -28,6 +28,7 @@ def test_each_command_has_its_own_help(capsys, command, required):
     (["doctor", "--job", "j.yaml"], "karmada-place doctor: error: the following arguments are required: --policy"),
     (["doktor"], "karmada-place: error: argument [COMMAND]: invalid choice: 'doktor'"),
     (["summarize", "--job", "j.yaml"], "karmada-place summarize: error: unrecognized arguments: --job j.yaml"),
+    (["--clusters", "c.yaml", "summarize"], "karmada-place: error: the command comes first: karmada-place summarize"),
 ])
 def test_errors_name_the_command_and_the_argument(capsys, argv, message):
     assert main(argv) == EXIT_BAD_INPUT
