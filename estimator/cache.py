@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
+import orjson
 
 from estimator.model import Taint
 from estimator.podrequests import pod_requests
@@ -159,19 +160,57 @@ def pod_record(obj: Any) -> PodRecord:
         raise ValueError("status: expected a mapping")
     counted = bool(node_name) and status.get("phase") not in _TERMINAL_PHASES
     requests: tuple[tuple[str, int], ...] = ()
-    saturated: list[str] = []
+    saturated: tuple[str, ...] = ()
     if counted:
-        amounts = []
-        for resource, amount in sorted(pod_requests(obj).items()):
-            if amount < 0:
-                raise ValueError(f"{resource}: negative request {amount}")
-            if amount > MAX_INT64:  # e.g. two containers at 8E: the sum leaves int64
-                saturated.append(resource)
-                amount = MAX_INT64
-            amounts.append((resource, amount))
-        requests = tuple(amounts)
-    return PodRecord(namespace, name, node_name if counted else "", requests, unschedulable_pod(obj),
-                     tuple(saturated))
+        key = _request_key(spec)
+        checked = _request_memo.get(key) if key is not None else None
+        if checked is None:
+            checked = _checked_requests(obj)
+            if key is not None:
+                if len(_request_memo) >= _REQUEST_MEMO_SIZE:
+                    _request_memo.clear()
+                _request_memo[key] = checked
+        requests, saturated = checked
+    return PodRecord(namespace, name, node_name if counted else "", requests, unschedulable_pod(obj), saturated)
+
+
+def _checked_requests(obj: Any) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """(sorted (resource, amount) pairs, saturated resources) of a pod; raises on bad input."""
+    amounts, saturated = [], []
+    for resource, amount in sorted(pod_requests(obj).items()):
+        if amount < 0:
+            raise ValueError(f"{resource}: negative request {amount}")
+        if amount > MAX_INT64:  # e.g. two containers at 8E: the sum leaves int64
+            saturated.append(resource)
+            amount = MAX_INT64
+        amounts.append((resource, amount))
+    return tuple(amounts), tuple(saturated)
+
+
+# The pods of one ReplicaSet, Job or StatefulSet ask for the same resources, so the checked
+# requests are worked out once per distinct request-relevant part of the spec (most of a
+# member file's load time was that arithmetic, repeated). The key is the JSON of exactly
+# the spec fields pod_spec_requests reads (tests/test_pod_request_memo.py holds it to
+# that); only successful results are kept, so a bad pod raises every time.
+REQUEST_SPEC_FIELDS = ("containers", "initContainers", "resources", "overhead")
+_REQUEST_MEMO_SIZE = 4096
+_REQUEST_KEY_MAX_BYTES = 64 * 1024
+_KEY_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+_request_memo: dict[bytes, tuple[tuple[tuple[str, int], ...], tuple[str, ...]]] = {}
+
+
+def _request_key(spec: dict) -> bytes | None:
+    """The memo key of a spec, or None where JSON could not tell inputs apart (a tuple where
+    a list belongs, types JSON lacks, subclasses) or the key would be unreasonably big."""
+    fields = [spec.get(name) for name in REQUEST_SPEC_FIELDS]
+    for value in fields:
+        if value is not None and type(value) is not list and type(value) is not dict:
+            return None
+    try:
+        key = orjson.dumps(fields, option=_KEY_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError: not plain JSON data
+        return None
+    return key if len(key) <= _REQUEST_KEY_MAX_BYTES else None
 
 
 _PARSERS = {

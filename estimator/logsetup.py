@@ -18,6 +18,7 @@ import json
 import logging
 import logging.handlers
 import os
+import queue
 import sys
 import tempfile
 import threading
@@ -173,6 +174,56 @@ class _StderrWrapper:
                 os.write(self.real, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
 
 
+class _DeferredRequestLog(logging.Handler):
+    """The per-request lines (V(2) and V(4)) leave the request thread as they are: message
+    formatting, the header and the write happen on one background thread, so a request
+    pays only for creating its record. Warnings and errors (refused requests) are handled
+    at once, in order with everything else. Both go to the root logger's handlers, so
+    verbosity filters and formats apply as to any line."""
+
+    def __init__(self):
+        super().__init__()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._drain, name="request-log", daemon=True)
+        self._thread.start()
+        atexit.register(self.flush_pending)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            _to_root_handlers(record)
+        else:
+            self._queue.put(record)
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        # No handler lock: emit only enqueues (or hands warnings straight on).
+        if self.filter(record):
+            self.emit(record)
+        return True
+
+    def _drain(self) -> None:
+        while True:
+            record = self._queue.get()
+            if record is None:
+                return
+            try:
+                _to_root_handlers(record)
+            except Exception:  # noqa: BLE001 - a bad record must not end the log thread
+                pass
+
+    def flush_pending(self) -> None:
+        """Write every queued line (at exit, so the last requests' lines are not lost)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(5.0)
+
+
+def _to_root_handlers(record: logging.LogRecord) -> None:
+    for handler in logging.getLogger().handlers:
+        if record.levelno >= handler.level:
+            handler.handle(record)
+
+
+_request_log: _DeferredRequestLog | None = None
 _stderr_wrapper: _StderrWrapper | None = None
 
 
@@ -252,8 +303,13 @@ def configure(log_format: str = "text", verbosity: int = 0, options: LogOptions 
     # Logger levels only skip work early; the filter decides per file.
     most = max([options.verbosity, *(level for _, level in options.vmodule)])
     root.setLevel(logging.DEBUG if most >= 4 else logging.INFO)
-    logging.getLogger(REQUEST_LOGGER).setLevel(
-        logging.DEBUG if most >= 4 else logging.INFO if most >= 2 else logging.WARNING)
+    requests = logging.getLogger(REQUEST_LOGGER)
+    requests.setLevel(logging.DEBUG if most >= 4 else logging.INFO if most >= 2 else logging.WARNING)
+    global _request_log
+    if _request_log is None:
+        _request_log = _DeferredRequestLog()
+    requests.handlers[:] = [_request_log]
+    requests.propagate = False
     logging.captureWarnings(True)
     sys.excepthook = _log_uncaught
     threading.excepthook = _log_uncaught_in_thread

@@ -81,25 +81,35 @@ class EstimatorMetrics:
                                         "optimal: (upper bound - answer) / upper bound, the most they may miss.",
                                         ["packing"], buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
                                         registry=self.registry)
+        # Label children resolved once: labels() costs a lock and a tuple build per call,
+        # several times per request.
+        self._children: dict[tuple, object] = {}
+
+    def _child(self, metric, *labels):
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children.setdefault(key, metric.labels(*labels))
+        return child
 
     def observe_optimality(self, packing: str, sets: int, bound: int | None) -> None:
         if bound is None:
-            self.sets_answers.labels(packing, "unknown").inc()
+            self._child(self.sets_answers, packing, "unknown").inc()
         elif sets >= bound:
-            self.sets_answers.labels(packing, "proven").inc()
+            self._child(self.sets_answers, packing, "proven").inc()
         else:
-            self.sets_answers.labels(packing, "unproven").inc()
-            self.sets_bound_gap.labels(packing).observe((bound - sets) / bound)
+            self._child(self.sets_answers, packing, "unproven").inc()
+            self._child(self.sets_bound_gap, packing).observe((bound - sets) / bound)
 
     def observe_request(self, kind: str, ok: bool, started: float) -> None:
         result = "success" if ok else "error"
-        self.requests.labels(result, kind).inc()
-        self.algorithm_latency.labels(result, kind, STEP_TOTAL).observe(time.perf_counter() - started)
+        self._child(self.requests, result, kind).inc()
+        self._child(self.algorithm_latency, result, kind, STEP_TOTAL).observe(time.perf_counter() - started)
 
     def observe_plugins(self, extension: str, durations: dict[str, float]) -> None:
-        self.extension_point_duration.labels(extension).observe(sum(durations.values()))
+        self._child(self.extension_point_duration, extension).observe(sum(durations.values()))
         for plugin, seconds in durations.items():
-            self.plugin_duration.labels(plugin, extension).observe(seconds)
+            self._child(self.plugin_duration, plugin, extension).observe(seconds)
 
     def register_state(self, state) -> None:
         """Export the list/watch counters of a state that keeps them (WatchClusterState.stats())."""

@@ -39,18 +39,35 @@ def _object_of(context: grpc.ServicerContext) -> str:
     return ""
 
 
-def _reasons(outcome: FrameworkResult | None) -> str:
-    if outcome is None:
-        return "no nodes"
-    return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "") for name, r in outcome.results.items())
+class _Reasons:
+    """Each plugin's answer, as text only when a handler formats the line (the request log
+    is written off the request thread: see logsetup)."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: FrameworkResult | None):
+        self.outcome = outcome
+
+    def __str__(self) -> str:
+        if self.outcome is None:
+            return "no nodes"
+        return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "")
+                         for name, r in self.outcome.results.items())
 
 
-def _optimality(sets: int, bound: int | None) -> str:
-    if bound is None:
-        return "bound=unknown"
-    if sets >= bound:
-        return f"bound={bound} (proven optimal)"
-    return f"bound={bound} (may miss up to {bound - sets}, {(bound - sets) / bound:.1%})"
+class _Optimality:
+    __slots__ = ("sets", "bound")
+
+    def __init__(self, sets: int, bound: int | None):
+        self.sets, self.bound = sets, bound
+
+    def __str__(self) -> str:
+        sets, bound = self.sets, self.bound
+        if bound is None:
+            return "bound=unknown"
+        if sets >= bound:
+            return f"bound={bound} (proven optimal)"
+        return f"bound={bound} (may miss up to {bound - sets}, {(bound - sets) / bound:.1%})"
 
 
 def add_to_server(servicer: "EstimatorServicer", server: grpc.Server) -> None:
@@ -102,7 +119,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
-            log.info("MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value, _reasons(outcome),
+            log.info("MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value, _Reasons(outcome),
                      (time.perf_counter() - started) * 1e3)
         return pb.MaxAvailableReplicasResponse(maxReplicas=value)
 
@@ -121,7 +138,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
         if log.isEnabledFor(logging.INFO):
             log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms", obj, estimate.sets,
-                     self.estimator.packing, _optimality(estimate.sets, bound), _reasons(estimate.outcome),
+                     self.estimator.packing, _Optimality(estimate.sets, bound), _Reasons(estimate.outcome),
                      (time.perf_counter() - started) * 1e3)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("MaxAvailableComponentSets object=%r placement of %d sets: %s", obj, estimate.sets,

@@ -9,13 +9,12 @@ the problem; nothing is returned unless every file loaded.
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from estimator import gccontrol
 from estimator.cache import ClusterCache
 from estimator.errors import SnapshotError
 from estimator.kubefiles import ObjectFileError, read_objects
@@ -74,19 +73,6 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
     return loaded
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parsing a member file allocates millions of containers that all survive; the cyclic
-    collector would rescan them again and again (it tripled the load time at 10k nodes)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_snapshot(paths: Sequence[str | Path]) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; SnapshotError if any is bad."""
     if isinstance(paths, (str, Path)):
@@ -94,7 +80,8 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterCache:
     if not paths:
         raise SnapshotError("no snapshot files given")
     cache = ClusterCache()
-    with _collector_paused():
+    # Parsing allocates millions of containers that all survive: no collector passes over them.
+    with gccontrol.paused():
         for path in paths:
             _load_file(cache, Path(path))
     return cache

@@ -6,26 +6,19 @@ to answer from) and healthy (its loader is alive). The server decides readiness 
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from pathlib import Path
 from typing import Protocol, Sequence
 
+from estimator import gccontrol
 from estimator.cache import ClusterCache
 from estimator.errors import SnapshotError
 from estimator.snapshot import ClusterSnapshot
 from estimator.snapshot_source import load_snapshot
 
 log = logging.getLogger("estimator.state")
-
-
-def _settle_collector() -> None:
-    """Collect once, then move the (long-lived) cluster records out of the collector's reach:
-    a full collection over a 10k-node member paused estimates for ~50 ms."""
-    gc.collect()
-    gc.freeze()
 
 
 class ClusterState(Protocol):
@@ -49,10 +42,17 @@ class FileClusterState:
     def __init__(self, paths: Sequence[str | Path]):
         self.paths = [Path(p) for p in paths]
         self._lock = threading.Lock()
-        self._cache: ClusterCache = load_snapshot(self.paths)
+        # The cluster records live as long as the process: freeze them so no collection
+        # walks them (a full one over a 10k-node member paused estimates for ~50 ms).
+        # Start-up garbage is collected first; the loaded records are frozen straight from
+        # the paused load, which builds no garbage cycles: collecting them would only
+        # rescan millions of live objects (~0.3 s of start-up at 10k nodes).
+        gccontrol.settle("start")
+        with gccontrol.paused():
+            self._cache: ClusterCache = load_snapshot(self.paths)
+            gccontrol.settle("load", collect=False)
         self._loaded_at = time.time()
         self.last_reload_error = ""
-        _settle_collector()
 
     def start(self) -> None:
         snapshot = self._cache.snapshot()
@@ -87,7 +87,9 @@ class FileClusterState:
             self._cache = cache
             self._loaded_at = time.time()
         self.last_reload_error = ""
-        _settle_collector()
+        # The previous state was frozen: thaw so a cycle in it cannot outlive it.
+        gccontrol.thaw()
+        gccontrol.settle("reload")
         log.info("reloaded %d nodes from %s", cache.snapshot().num_nodes, ", ".join(map(str, self.paths)))
         return True
 

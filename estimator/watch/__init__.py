@@ -23,12 +23,12 @@ Only `kubeclient.py` imports `kubernetes`.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from typing import Sequence
 
+from estimator import gccontrol
 from estimator.cache import ClusterCache
 from estimator.snapshot import ClusterSnapshot
 from estimator.watch.kubeclient import KubeClient, KubeConfigError
@@ -146,7 +146,7 @@ class WatchClusterState:
                 reflector.thread.join(max(0.0, deadline - time.monotonic()))
         self.client.close()
         if self._froze:
-            gc.unfreeze()  # back to normal collection (matters when a process outlives us, e.g. tests)
+            gccontrol.thaw()  # back to normal collection (matters when a process outlives us, e.g. tests)
             self._froze = False
 
     def snapshot(self) -> ClusterSnapshot | None:
@@ -264,9 +264,6 @@ class WatchClusterState:
         }
 
 
-_freeze_lock = threading.Lock()
-
-
 def _freeze_gc(when: str) -> None:
     """Move every object alive now out of the cyclic collector's reach (gc.freeze).
 
@@ -274,14 +271,7 @@ def _freeze_gc(when: str) -> None:
     each time the oldest generation is collected CPython walks every tracked object in the
     process: modules, the kubernetes client's and numba's classes, the cache. Profiled on
     a 10,000-node / 100,000-pod sync that walk was half the CPU time (17.6 s vs 8.8 s) and
-    during churn it is the pause an estimate waits behind. Frozen objects are still freed
-    by reference counting; only cycles among them would outlive their use, so garbage is
-    collected first and only objects alive at these two points (start, first full sync)
-    are frozen.
+    during churn it is the pause an estimate waits behind. Garbage is collected first and
+    only objects alive at these two points (start, first full sync) are frozen.
     """
-    with _freeze_lock:
-        started = time.perf_counter()
-        gc.collect()
-        gc.freeze()
-        log.info("gc: froze %d objects at %s in %.0f ms", gc.get_freeze_count(), when,
-                 (time.perf_counter() - started) * 1000)
+    gccontrol.settle(when)

@@ -18,7 +18,6 @@ stops the loop. No Kubernetes import here: the client seam is `kubeclient.KubeCl
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import random
@@ -29,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from estimator import gccontrol
 from estimator.cache import ClusterCache, parse_object
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
@@ -504,7 +504,7 @@ class Reflector:
         parse, apply, delete, namespaced = self._parse, self._apply, self._cache.delete, self.spec.namespaced
         kind_name = self.kind
         loads, monotonic, priority = _loads, time.monotonic, self._priority
-        young_gc_every, collect = options.young_gc_every, gc.collect
+        young_gc_every, collect_young = options.young_gc_every, gccontrol.young
         events = 0
         try:
             for line in stream.lines():
@@ -542,7 +542,7 @@ class Reflector:
                 events += 1
                 self.events += 1
                 if young_gc_every and self.events % young_gc_every == 0:
-                    collect(0)
+                    collect_young()
                 self._productive = True
                 if self._stop.is_set() or self.relist_pending:
                     break
