@@ -117,12 +117,38 @@ def many_components(rng):
     return available, requests, replicas, masks, UPPER
 
 
+def wider_members(rng):
+    """More nodes and components than the others: 6 to 8 nodes of mixed GPU sizes (1, 2, 4 or
+    8, partly used) with few pod slots, a tainted pool some components do not tolerate, 2 to 5
+    components (a cpu-only one first). Nothing was tuned on it."""
+    n = int(rng.integers(6, 9))
+    c = int(rng.integers(2, 6))
+    size = rng.choice([1, 2, 4, 8], size=n)
+    available = np.zeros((n, 4), dtype=np.int64)
+    available[:, 0] = rng.integers(1, 4, size=n)
+    available[:, 1] = rng.integers(2, 33, size=n)
+    available[:, 2] = rng.integers(4, 65, size=n)
+    available[:, 3] = [int(rng.integers(0, s + 1)) for s in size]
+    requests = np.zeros((c, 4), dtype=np.int64)
+    requests[:, 0] = 1
+    requests[:, 1] = rng.integers(1, 5, size=c)
+    requests[:, 2] = rng.integers(1, 9, size=c)
+    requests[1:, 3] = rng.choice([0, 1, 2], size=c - 1, p=[0.4, 0.4, 0.2])
+    replicas = np.ones(c, dtype=np.int64)
+    replicas[1:] = rng.integers(1, 3, size=c - 1)
+    tainted = rng.random(n) < 0.3
+    masks = np.ones((c, n), dtype=np.bool_)
+    masks[rng.random(c) < 0.5] &= ~tainted  # components without the toleration
+    return available, requests, replicas, masks, UPPER
+
+
 GENERATORS = {
     "random (accuracy.py)": lambda rng: (*random_member(rng), UPPER),
     "fragmented GPUs": fragmented_gpus,
     "tainted pools": tainted_pools,
     "quota-capped": quota_capped,
     "four components": many_components,
+    "wider (6-8 nodes, 2-5 components)": wider_members,
 }
 MODES = {"first-fit": "ff", "best (budget 1)": DEFAULT_BEST_BUDGET, "best (no limit)": None}
 

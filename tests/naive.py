@@ -117,7 +117,13 @@ def _placement_for(avail, reqs, reps, mask, k):
             return False
         c = comps[ci]
         room = sum(node_fit(list(state[m]), reqs[c]) for m in range(n, n_nodes) if mask[c][m])
-        if room >= need:
+        # Every column must still hold what is left to place, this component's and the later ones'.
+        enough = all(
+            need * reqs[c][col] + sum(k * reps[d] * reqs[d][col] for d in comps[ci + 1 :])
+            <= sum(row[col] for row in state)
+            for col in range(len(reqs[c]))
+        )
+        if room >= need and enough:
             fit = node_fit(list(state[n]), reqs[c]) if mask[c][n] else 0
             for take in range(min(fit, need), -1, -1):
                 row = tuple(free - take * r for free, r in zip(state[n], reqs[c]))
@@ -143,8 +149,12 @@ def exhaustive(available, requests, replicas, masks, upper):
         if r > 0:
             room = sum(node_fit(avail[n], reqs[c]) for n in range(len(avail)) if mask[c][n])
             hi = min(hi, room // r)
-    for k in range(hi, 0, -1):
+    # Feasibility is monotone (drop a set from k and k - 1 fit), so climb from 1: finding a
+    # placement is usually quick, and only the first k that fails needs a full proof.
+    best = 0, [[0] * len(avail) for _ in reps]
+    for k in range(1, hi + 1):
         place = _placement_for(avail, reqs, reps, mask, k)
-        if place is not None:
-            return k, place
-    return 0, [[0] * len(avail) for _ in reps]
+        if place is None:
+            break
+        best = k, place
+    return best
