@@ -61,6 +61,7 @@ class ClusterSnapshot:
     hostnames: tuple[str | None, ...] = ()
     _masks: dict = field(default_factory=dict, repr=False)
     _positions: dict = field(default_factory=dict, repr=False)
+    _derived: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -115,3 +116,15 @@ class ClusterSnapshot:
                     self._masks.clear()
                 self._masks[claim] = mask
         return mask
+
+    def derived(self, key, compute):
+        """`compute()`, once per `key` for this snapshot: for values that depend only on the
+        snapshot and the key (an answer's upper bound for one request shape)."""
+        value = self._derived.get(key)
+        if value is None:
+            value = compute()
+            with self._lock:
+                if len(self._derived) > 1024:
+                    self._derived.clear()
+                self._derived[key] = value
+        return value

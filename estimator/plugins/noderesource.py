@@ -82,6 +82,29 @@ def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
     return [c.shape for w in assumed for c in w.components]
 
 
+def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
+                          query: ComponentSetsQuery, columns: tuple[str, ...]) -> kernels.Packing:
+    """First-fit's answer, always computed, with its upper bound, worked out once per
+    snapshot and request shape: the scheduler asks the same shapes again and again, and the
+    bound (a pass over every node) cost as much as a small job's packing. In-flight
+    (assumed) workloads change what is available, so those requests are not shared."""
+    if query.assumed:
+        return kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    key = ("first-fit bound", columns, arrays.requests.tobytes(), arrays.replicas.tobytes(),
+           tuple(c.shape.claim for c in query.components))
+    before = []
+
+    def bound() -> int:
+        return kernels.set_bound(before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
+                                 packing.sets, packing.limiting)
+
+    known = snapshot._derived.get(key)
+    if known is None:
+        before.append(available.copy())  # first_fit_sets consumes `available`
+    packing = kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    return packing._replace(bound=known if known is not None else snapshot.derived(key, bound))
+
+
 class NodeResourcePlugin:
     NAME = NAME
 
@@ -106,7 +129,7 @@ class NodeResourcePlugin:
         _deduct_assumed(snapshot, available, query.assumed, index)
         arrays = _Packing(snapshot, query.components, index)
         if ctx.packing == "first-fit":
-            packing = kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+            packing = _first_fit_with_bound(snapshot, available, arrays, query, columns)
         else:
             packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
                                         budget=ctx.best_budget)
