@@ -1,0 +1,103 @@
+"""Kernel micro-benchmark: first-fit and best mode on every job shape, side by side.
+
+    python -m benchmarks.kernel_shapes                   # 10k and 50k nodes
+    python -m benchmarks.kernel_shapes --nodes 10000 --repeat 200
+
+The arrays are exactly what the node-resource plugin hands the kernels
+(`benchmarks.run.plugin_arrays` on the seeded member of `benchmarks.members`); they are
+cached next to the member file (benchmarks/data/, never committed), so a second run skips
+the slow load. Times are this thread's CPU time per call (`time.thread_time`), which other
+work on a shared machine disturbs far less than wall time; p50 and the minimum over
+`--repeat` calls, first-fit getting a fresh copy of `available` per call outside the timed
+region. Also first-fit with its bound (`first_fit_bounded`, what the plugin runs in
+first-fit mode: both modes then answer with a bound), sets, best's bound and work (node
+visits), and best / bounded first-fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from benchmarks import members
+from benchmarks.shapes import SHAPES
+
+UPPER = 2**31 - 1
+_FIELDS = ("available", "requests", "replicas", "masks")
+
+
+def shape_arrays(n_nodes: int, seed: int = 1) -> dict[str, tuple[np.ndarray, ...]]:
+    """{shape: (available, requests, replicas, masks)} for the seeded member of n_nodes."""
+    spec = members.MemberSpec(n_nodes, seed)
+    cache = spec.path().with_suffix(".arrays.npz")
+    if cache.exists():
+        with np.load(cache) as data:
+            return {shape: tuple(data[f"{shape}/{f}"] for f in _FIELDS) for shape in SHAPES}
+    from benchmarks.run import plugin_arrays
+    from estimator.snapshot_source import load_snapshot
+
+    path, _ = members.ensure(spec)
+    snapshot = load_snapshot([path]).snapshot()
+    out = {shape: plugin_arrays(snapshot, query) for shape, (_, query) in SHAPES.items()}
+    np.savez(cache, **{f"{shape}/{f}": a for shape, arrays in out.items() for f, a in zip(_FIELDS, arrays)})
+    return out
+
+
+def _cpu_ms(fn, prepare, repeat: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(repeat):
+        arg = prepare()
+        started = time.thread_time()
+        fn(arg)
+        samples.append(time.thread_time() - started)
+    return float(np.median(samples) * 1e3), float(np.min(samples) * 1e3)
+
+
+def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
+    from estimator import kernels
+
+    rows = []
+    for shape, (available, requests, replicas, masks) in shape_arrays(n_nodes).items():
+        first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
+        best = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget)
+        ff_p50, ff_min = _cpu_ms(lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER),
+                                 available.copy, repeat)
+        bounded_p50, _ = _cpu_ms(lambda a: kernels.first_fit_bounded(a, requests, replicas, masks, UPPER),
+                                 available.copy, repeat)
+        best_p50, best_min = _cpu_ms(lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER,
+                                                                 budget=budget), lambda: None, repeat)
+        rows.append({"nodes": n_nodes, "shape": shape, "first_fit_sets": first_fit.sets, "best_sets": best.sets,
+                     "bound": best.bound, "first_fit_work": first_fit.work, "best_work": best.work,
+                     "first_fit_ms_p50": ff_p50, "first_fit_ms_min": ff_min, "bounded_ms_p50": bounded_p50,
+                     "best_ms_p50": best_p50, "best_ms_min": best_min})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.kernel_shapes", description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[10000, 50000])
+    parser.add_argument("--repeat", type=int, default=100, help="calls per kernel and shape")
+    parser.add_argument("--budget", type=float, default=1.0, help="best mode's budget (inf: no limit)")
+    args = parser.parse_args(argv)
+    from estimator import kernels
+
+    kernels.warmup()
+    budget = None if args.budget == float("inf") else args.budget
+    print("| nodes | shape | first-fit sets | best sets | bound | first-fit ms p50 (min) | first-fit + bound ms p50 "
+          "| best ms p50 (min) | best / first-fit + bound | work first-fit / best |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in args.nodes:
+        for r in measure(n, args.repeat, budget):
+            print(f"| {n:,} | {r['shape']} | {r['first_fit_sets']:,} | {r['best_sets']:,} | {r['bound']:,} | "
+                  f"{r['first_fit_ms_p50']:.3f} ({r['first_fit_ms_min']:.3f}) | {r['bounded_ms_p50']:.3f} | "
+                  f"{r['best_ms_p50']:.3f} ({r['best_ms_min']:.3f}) | "
+                  f"{r['best_ms_p50'] / max(r['bounded_ms_p50'], 1e-9):.2f}x | "
+                  f"{r['first_fit_work']:,} / {r['best_work']:,} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
