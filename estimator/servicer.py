@@ -43,16 +43,16 @@ class _Reasons:
     """Each plugin's answer, as text only when a handler formats the line (the request log
     is written off the request thread: see logsetup)."""
 
-    __slots__ = ("outcome",)
+    __slots__ = ("answers",)
 
     def __init__(self, outcome: FrameworkResult | None):
-        self.outcome = outcome
+        # Only what the line shows: the outcome holds placements a queued line need not keep.
+        self.answers = None if outcome is None else [(n, r.value, r.reason) for n, r in outcome.results.items()]
 
     def __str__(self) -> str:
-        if self.outcome is None:
+        if self.answers is None:
             return "no nodes"
-        return "; ".join(f"{name}={r.value}" + (f" ({r.reason})" if r.reason else "")
-                         for name, r in self.outcome.results.items())
+        return "; ".join(f"{name}={value}" + (f" ({reason})" if reason else "") for name, value, reason in self.answers)
 
 
 class _Optimality:
