@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHAPE_NAMES = ("pytorch-small", "pytorch-big", "ray", "flink")
 SECTION = "## Side by side with Karmada's estimator"
 NOTE = ("The member grows from size to size (each adds nodes and their pods to the previous one); calls each: "
-        "MaxAvailableComponentSets calls per shape and estimator at that size (few at 10,000 nodes, where one "
+        "MaxAvailableComponentSets calls per shape and estimator at that size (fewer at larger sizes, where one "
         "call of Karmada's takes minutes; percentiles are nearest-rank, so of two calls the p50 is the faster and the p99 the slower). karmada-scheduler "
         "gives up on an estimator after 3 s by default, so a Karmada figure above 3,000 ms is an answer the scheduler "
         "would not wait for. Start to ready: from process start until its health endpoint answers (ours: `/readyz`, which waits for the first list of every kind and compiled kernels; Karmada's `/healthz` answers before its informers have synced). RSS is read from /proc after the calls. With few calls per shape the p99 is close to the maximum.")
