@@ -90,7 +90,11 @@ class Populator:
                 owned.setdefault((meta["namespace"], meta["_owner"]), []).append(pod)
             else:
                 jobs.append(self.pool.submit(self.create_pod, pod))
-        jobs += [self.pool.submit(self._deployment, d, owned) for d in state.deployments]
+        chains = [self.pool.submit(self._deployment, d) for d in state.deployments]
+        # Pods owned by a ReplicaSet name its uid, so they follow their chain, but all at once.
+        for chain in chains:
+            for key, owner in chain.result().items():
+                jobs += [self.pool.submit(self.create_pod, pod, owner) for pod in owned.get(key, [])]
         for job in jobs:
             job.result()
 
@@ -99,8 +103,9 @@ class Populator:
         self.core.create_namespaced_resource_quota(ns, {k: v for k, v in quota.items() if k != "status"}, **RAW)
         self.core.patch_namespaced_resource_quota_status(quota["metadata"]["name"], ns, {"status": quota["status"]}, **RAW)
 
-    def _deployment(self, deployment: dict, owned: dict) -> None:
-        """A Deployment, its ReplicaSets, then their pods (which name the ReplicaSet's uid)."""
+    def _deployment(self, deployment: dict) -> dict[tuple[str, str], dict]:
+        """A Deployment and its ReplicaSets; the owner reference of each ReplicaSet's pods."""
+        owners = {}
         ns = deployment["metadata"]["namespace"]
         body = {k: v for k, v in deployment.items() if not k.startswith("_")}
         created = json.loads(self.apps.create_namespaced_deployment(ns, body, **RAW).data)["metadata"]
@@ -110,10 +115,9 @@ class Populator:
                 "apiVersion": "apps/v1", "kind": "Deployment", "name": created["name"],
                 "uid": created["uid"], "controller": True, "blockOwnerDeletion": True}]
             made = json.loads(self.apps.create_namespaced_replica_set(ns, rs_body, **RAW).data)["metadata"]
-            owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": made["name"],
-                     "uid": made["uid"], "controller": True, "blockOwnerDeletion": True}
-            for pod in owned.get((ns, made["name"]), []):
-                self.create_pod(pod, owner)
+            owners[(ns, made["name"])] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": made["name"],
+                                          "uid": made["uid"], "controller": True, "blockOwnerDeletion": True}
+        return owners
 
     def dump(self, path: Path) -> int:
         """Everything the estimators read, as one v1 List file (the --snapshot format)."""
