@@ -37,10 +37,10 @@ from typing import Any, Mapping
 import numpy as np
 import orjson
 
-from estimator.model import Taint
+from estimator.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.podrequests import pod_requests
-from estimator.resources import MAX_INT64, PODS, QuantityError, is_counted, quantity_to_int
-from estimator.snapshot import HOSTNAME_LABEL, ClusterSnapshot, NodeClass, QuotaRecord, ScopeRequirement
+from estimator.resources import MAX_INT64, PODS, is_counted, parse_resource_list
+from estimator.snapshot import ClusterSnapshot, QuotaRecord, ScopeRequirement
 from estimator.workloads import (
     WorkloadState,
     deployment_record,
@@ -54,7 +54,6 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
-_TERMINAL_PHASES = ("Succeeded", "Failed")
 _INITIAL_ROWS = 64
 _INITIAL_COLUMNS = 8
 
@@ -72,21 +71,8 @@ def zone_key(labels: Mapping[str, str]) -> str:
 
 
 def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
-    if resource_list is None:
-        return {}
-    if not isinstance(resource_list, dict):
-        raise ValueError(f"{where}: expected a mapping")
-    parsed = {}
-    for name, value in resource_list.items():
-        if keep(name):
-            try:
-                amount = quantity_to_int(name, value if isinstance(value, str) else str(value))
-            except QuantityError as err:
-                raise ValueError(f"{where}: {name}: {err}") from None
-            if amount < 0:  # the API server refuses these; a negative count would wrap sums
-                raise ValueError(f"{where}: {name}: {value!r} is negative")
-            parsed[name] = amount
-    return parsed
+    # The API server refuses negative amounts here; a negative count would wrap sums.
+    return parse_resource_list(resource_list, where, keep, allow_negative=False)
 
 
 @dataclass(frozen=True)
@@ -158,7 +144,7 @@ def pod_record(obj: Any) -> PodRecord:
     status = obj.get("status") or {}
     if not isinstance(status, dict):
         raise ValueError("status: expected a mapping")
-    counted = bool(node_name) and status.get("phase") not in _TERMINAL_PHASES
+    counted = bool(node_name) and status.get("phase") not in TERMINAL_POD_PHASES
     requests: tuple[tuple[str, int], ...] = ()
     saturated: tuple[str, ...] = ()
     if counted:
@@ -220,6 +206,10 @@ _PARSERS = {
     "ReplicaSet": lambda obj: replicaset_record(obj),
     "Deployment": lambda obj: deployment_record(obj),
 }
+
+
+# The kinds a cache holds, in the order a full load feeds them; the one kind -> parser table.
+KINDS: tuple[str, ...] = tuple(_PARSERS)
 
 
 def parse_object(kind: str, obj: Any):
@@ -554,7 +544,7 @@ class ClusterCache:
             with self._lock:
                 changed = False
                 for record in records:
-                    listed.add(_record_key(kind, record))
+                    listed.add(record_key(kind, record))
                     changed = self._apply(kind, record) or changed
                 stale = self._keys(kind) - listed
                 for key in stale:
@@ -564,6 +554,10 @@ class ClusterCache:
                 return len(stale)
         finally:
             self.busy = False
+
+    def upsert(self, kind: str, obj: Mapping) -> None:
+        """Parse `obj` of `kind` (one of KINDS) and apply it; a malformed object changes nothing."""
+        self.apply(kind, parse_object(kind, obj))
 
     def upsert_node(self, obj: Mapping) -> None:
         self.apply("Node", parse_node(obj))
@@ -687,7 +681,8 @@ class ClusterCache:
         )
 
 
-def _record_key(kind: str, record):
+def record_key(kind: str, record):
+    """The key `delete` and `keys` use for a record of `kind`: a node's name, else (namespace, name)."""
     if kind == "Node":
         return record.name
     return (record.namespace, record.name)

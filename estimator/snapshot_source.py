@@ -12,25 +12,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from estimator import gccontrol
-from estimator.cache import ClusterCache
+from estimator.cache import KINDS, ClusterCache
 from estimator.errors import SnapshotError
 from estimator.kubefiles import ObjectFileError, read_objects
 from estimator.resources import QuantityError
 
 log = logging.getLogger(__name__)
-
-
-def _feeders(cache: ClusterCache) -> dict[str, Callable[[Mapping], None]]:
-    return {
-        "Node": cache.upsert_node,
-        "Pod": cache.upsert_pod,
-        "ResourceQuota": cache.upsert_quota,
-        "ReplicaSet": cache.upsert_replicaset,
-        "Deployment": cache.upsert_deployment,
-    }
 
 
 def _describe(obj: Any, index: int) -> str:
@@ -47,7 +37,6 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
         objects = read_objects(path)
     except ObjectFileError as err:
         raise SnapshotError(str(err)) from None
-    feeders = _feeders(cache)
     ignored: Counter[str] = Counter()
     loaded = 0
     for index, obj in enumerate(objects):
@@ -56,12 +45,11 @@ def _load_file(cache: ClusterCache, path: Path) -> int:
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise SnapshotError(f"{path}: {_describe(obj, index)}: has no kind")
-        feed = feeders.get(kind)
-        if feed is None:
+        if kind not in KINDS:
             ignored[kind] += 1
             continue
         try:
-            feed(obj)
+            cache.upsert(kind, obj)
         except (ValueError, QuantityError, TypeError, AttributeError) as err:
             raise SnapshotError(f"{path}: {_describe(obj, index)}: {err}") from None
         loaded += 1

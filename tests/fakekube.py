@@ -813,23 +813,19 @@ def replicaset_object(namespace: str, name: str, uid: str, deployment: dict, tem
 
 # --- the oracle: what a cache fed the fake's final objects looks like -------------------------
 
-FEED_ORDER = ("Node", "Pod", "ResourceQuota", "ReplicaSet", "Deployment")
-
-
 def reference_cache(fake: FakeKube, skip_malformed: bool = True):
     """A fresh ClusterCache fed the fake's current objects, kind by kind in key order (the
     order a list returns them), pods filtered by the estimator's field selector."""
-    from estimator.cache import ClusterCache
+    from estimator.cache import KINDS, ClusterCache
+    from estimator.model import TERMINAL_POD_PHASES
 
     cache = ClusterCache()
-    feed = {"Node": cache.upsert_node, "Pod": cache.upsert_pod, "ResourceQuota": cache.upsert_quota,
-            "ReplicaSet": cache.upsert_replicaset, "Deployment": cache.upsert_deployment}
-    for kind in FEED_ORDER:
+    for kind in KINDS:  # the cache's own order: nodes first
         for obj in fake.objects(kind):
-            if kind == "Pod" and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if kind == "Pod" and (obj.get("status") or {}).get("phase") in TERMINAL_POD_PHASES:
                 continue
             try:
-                feed[kind](obj)
+                cache.upsert(kind, obj)
             except (ValueError, TypeError, AttributeError, KeyError):
                 if not skip_malformed:
                     raise

@@ -29,13 +29,14 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from estimator import gccontrol
-from estimator.cache import ClusterCache, parse_object
+from estimator.cache import ClusterCache, parse_object, record_key
+from estimator.model import TERMINAL_POD_PHASES
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
 
 log = logging.getLogger("estimator.watch")
 
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+POD_FIELD_SELECTOR = ",".join(f"status.phase!={phase}" for phase in TERMINAL_POD_PHASES)
 
 # What a malformed object usually raises from the cache's parsers (QuantityError is a
 # ValueError); anything else a parser raises is still that one object's problem and is
@@ -411,7 +412,7 @@ class Reflector:
             raise ApiError(f"list {self.kind}: the response has no resourceVersion to watch from")
         if aside is not None:
             # `seen` holds every listed key; the malformed ones keep their last good state.
-            kept = seen.difference(_record_key(self.kind, record) for record in aside)
+            kept = seen.difference(record_key(self.kind, record) for record in aside)
             removed = self._cache.replace_kind(self.kind, aside, keep=kept)
         else:
             stale = self._cache.keys(self.kind) - seen
@@ -556,10 +557,6 @@ def _name(obj: Any, namespaced: bool) -> str:
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
     return f"{meta.get('namespace')}/{meta.get('name')}" if namespaced else str(meta.get("name"))
-
-
-def _record_key(kind: str, record):
-    return record.name if kind == "Node" else (record.namespace, record.name)
 
 
 def _status_error(kind: str, status: Any) -> ApiError:
