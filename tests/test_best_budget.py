@@ -65,11 +65,12 @@ def test_the_search_stays_within_its_allowance():
     baseline = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
     unlimited = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=None)
     assert unlimited.sets > baseline.sets  # the member leaves the search something to find
-    for budget in (0.5, 1.0, 2.0, 4.0):
+    for budget in (0.5, 1.0, 2.0, 4.0, 16.0):
         got = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget)
         allowance = budget * max(baseline.work, best._MIN_SEARCH_WORK)
         assert got.work - baseline.work <= allowance + 2 * baseline.work
         assert baseline.sets <= got.sets <= unlimited.sets
+    assert got.sets == unlimited.sets  # the largest budget has room for the step that finds it
 
 
 def test_first_fit_reports_its_work_in_node_visits():

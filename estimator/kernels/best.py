@@ -32,8 +32,9 @@ best beats first-fit on larger members: `python -m benchmarks.quality` (RESULTS.
 
 Work budget, counted in steps, not time, so the same request always gets the same answer
 (whatever the machine's load): work is node visits (`Packing.work`: every node a walk
-looks at; building a candidate's node orders or verifying a witness counts components x
-nodes; each step also counts _STEP_OVERHEAD for its fixed cost). Steps 4-6 may do
+looks at; copying the arrays for a pass, building a candidate's node orders or verifying a
+witness counts _CELL_COST x components x nodes; each step also counts _STEP_OVERHEAD for
+its fixed cost). Steps 4-6 may do
 `budget` x first-fit's own work in this call (at least _MIN_SEARCH_WORK, so a tiny problem
 can still afford its exhaustive tries); a step is started only when its predicted work
 still fits: a bulk pass is bounded in advance (one walk per component, then a witness
@@ -87,8 +88,11 @@ _BISECTION_CANDIDATES = 1
 # work (measured: about 0.3 ms, a fraction of an empty gRPC call, so the request stays
 # within twice first-fit's latency)...
 _MIN_SEARCH_WORK = 20_000
-# ...where each step also pays for its Python wrapper (~10 us, ~400 node visits).
+# ...where each step also pays for its Python wrapper (~10 us, ~400 node visits)...
 _STEP_OVERHEAD = 400
+# ...and, per component and node, for copying the arrays, building node orders and checking
+# the witness: together about 4 first-fit node visits each (measured on Flink at 10k nodes).
+_CELL_COST = 4
 
 
 @kernel
@@ -173,7 +177,8 @@ class _Search:
         self._set_by_set_guess = 2 * first_fit_work
         n_comp, n_nodes = fits.shape
         self._buckets = int(min(_FIT_BUCKETS, fits.max(initial=0) + 1))
-        self._cells = n_comp * n_nodes  # a witness check, or building one candidate's node orders
+        # Copying the arrays for a pass, a witness check, or building one candidate's node orders.
+        self._cells = n_comp * n_nodes * _CELL_COST
         self.steps = 0
         self.stopped = False  # the budget ended the search early
 
@@ -217,22 +222,22 @@ class _Search:
         return False
 
     def _set_by_set(self, name, kind: int) -> None:
-        if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + self._cells):
+        if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + 2 * self._cells):
             return
         order, node_order, lengths = self._candidate(name, kind)
         available = self.available.copy()
         got = pack(available, self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
-        self._charge(got.work)
+        self._charge(got.work + self._cells)
         self._set_by_set_guess = max(self._set_by_set_guess, got.work)
         self._offer(got.sets, got.placement)
 
     def _exactly_with(self, k: int, name, kind: int) -> bool:
-        # One walk per component over its node order, then the witness check: known in advance.
-        if not self._afford(self._order_cost(name, kind) + self._cells + self.fits.shape[0] + self._cells):
+        # Copies, one walk per component over its node order, the witness check: known in advance.
+        if not self._afford(self._order_cost(name, kind) + 3 * self._cells):
             return False
         order, node_order, lengths = self._candidate(name, kind)
         got = pack(self.available.copy(), self.requests, self.replicas * k, self.masks, order, node_order, lengths, 1)
-        self._charge(got.work)
+        self._charge(got.work + self._cells)
         return got.sets == 1 and self._offer(k, got.placement)
 
     def _exactly(self, k: int, candidates) -> bool:
