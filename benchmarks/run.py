@@ -299,7 +299,16 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
 # --- server processes -----------------------------------------------------------------------
 
 
-_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+# klog's header (`I1201 20:48:43.123456 12345 server.py:88] ...`, local time, no year).
+_LOG_TIME = re.compile(r"^[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) ")
+
+
+def _klog_stamp(text: str, now: float | None = None) -> float:
+    """Epoch seconds of a klog header time; the year is the one that puts it nearest to now."""
+    now = time.time() if now is None else now
+    year = datetime.fromtimestamp(now).year
+    stamps = [datetime.strptime(f"{y}{text}", "%Y%m%d %H:%M:%S.%f").timestamp() for y in (year - 1, year)]
+    return min(stamps, key=lambda s: abs(s - now))
 
 
 def _log_times(text: str) -> dict:
@@ -309,7 +318,7 @@ def _log_times(text: str) -> dict:
         match = _LOG_TIME.match(line)
         if not match:
             continue
-        stamp = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        stamp = _klog_stamp(match.group(1))
         if "loaded" in line and "nodes from" in line and "loaded" not in out:
             out["loaded"] = stamp
         elif "listening on port" in line:
