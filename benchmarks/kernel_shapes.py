@@ -2,6 +2,7 @@
 
     python -m benchmarks.kernel_shapes                   # 10k and 50k nodes
     python -m benchmarks.kernel_shapes --nodes 10000 --repeat 200
+    python -m benchmarks.kernel_shapes --write   # also writes its section of RESULTS.md
 
 The arrays are exactly what the node-resource plugin hands the kernels
 (`benchmarks.run.plugin_arrays` on the seeded member of `benchmarks.members`); they are
@@ -17,8 +18,12 @@ visits), and best / bounded first-fit.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +31,7 @@ from benchmarks import members
 from benchmarks.shapes import SHAPES
 
 UPPER = 2**31 - 1
+SECTION = "## Kernels per job shape"
 _FIELDS = ("available", "requests", "replicas", "masks")
 
 
@@ -76,26 +82,56 @@ def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
     return rows
 
 
+def write_section(path: Path, text: str) -> None:
+    """Replace this section (up to the next "## " heading) or append it."""
+    content = path.read_text() if path.exists() else "# Benchmark results\n"
+    start = content.find("\n" + SECTION + "\n")
+    if start < 0:
+        content = content.rstrip("\n") + "\n\n" + text
+    else:
+        end = content.find("\n## ", start + 1)
+        content = content[: start + 1] + text + (content[end:] if end >= 0 else "")
+    path.write_text(content)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.kernel_shapes", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[10000, 50000])
     parser.add_argument("--repeat", type=int, default=100, help="calls per kernel and shape")
     parser.add_argument("--budget", type=float, default=1.0, help="best mode's budget (inf: no limit)")
+    parser.add_argument("--write", action="store_true", help="also write the table into benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     from estimator import kernels
 
     kernels.warmup()
     budget = None if args.budget == float("inf") else args.budget
-    print("| nodes | shape | first-fit sets | best sets | bound | first-fit ms p50 (min) | first-fit + bound ms p50 "
-          "| best ms p50 (min) | best / first-fit + bound | work first-fit / best |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    load = os.getloadavg()[0]
+    table = ["| nodes | shape | first-fit sets | best sets | bound | first-fit ms p50 (min) | first-fit + bound ms p50 "
+             "| best ms p50 (min) | best / first-fit + bound | work first-fit / best |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(table))
     for n in args.nodes:
         for r in measure(n, args.repeat, budget):
-            print(f"| {n:,} | {r['shape']} | {r['first_fit_sets']:,} | {r['best_sets']:,} | {r['bound']:,} | "
-                  f"{r['first_fit_ms_p50']:.3f} ({r['first_fit_ms_min']:.3f}) | {r['bounded_ms_p50']:.3f} | "
-                  f"{r['best_ms_p50']:.3f} ({r['best_ms_min']:.3f}) | "
-                  f"{r['best_ms_p50'] / max(r['bounded_ms_p50'], 1e-9):.2f}x | "
-                  f"{r['first_fit_work']:,} / {r['best_work']:,} |", flush=True)
+            table.append(
+                f"| {n:,} | {r['shape']} | {r['first_fit_sets']:,} | {r['best_sets']:,} | {r['bound']:,} | "
+                f"{r['first_fit_ms_p50']:.3f} ({r['first_fit_ms_min']:.3f}) | {r['bounded_ms_p50']:.3f} | "
+                f"{r['best_ms_p50']:.3f} ({r['best_ms_min']:.3f}) | "
+                f"{r['best_ms_p50'] / max(r['bounded_ms_p50'], 1e-9):.2f}x | "
+                f"{r['first_fit_work']:,} / {r['best_work']:,} |")
+            print(table[-1], flush=True)
+    if args.write:
+        command = " ".join(["python -m benchmarks.kernel_shapes", *(argv if argv is not None else sys.argv[1:])])
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        text = "\n".join([
+            SECTION, "",
+            f"Written by `benchmarks/kernel_shapes.py`. **Command:** `{command}`. **Date:** {date}. **Machine:** "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}, 1-minute load average {load:.1f} at the "
+            "start (shared: times are this thread's CPU time per call, which load disturbs less than wall time, but "
+            "still upwards). Best mode with budget "
+            f"{args.budget:g}: its search may do that many times first-fit's work, in node visits. *first-fit + "
+            "bound* is what the plugin runs in first-fit mode; *work* is node visits (`Packing.work`), exact and "
+            "the same on every run.", "", *table, ""])
+        write_section(Path(__file__).resolve().parent / "RESULTS.md", text)
     return 0
 
 
