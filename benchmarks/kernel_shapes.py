@@ -90,7 +90,7 @@ def write_section(path: Path, text: str) -> None:
         content = content.rstrip("\n") + "\n\n" + text
     else:
         end = content.find("\n## ", start + 1)
-        content = content[: start + 1] + text + (content[end:] if end >= 0 else "")
+        content = content[:start].rstrip("\n") + "\n\n" + text + (content[end:] if end >= 0 else "")
     path.write_text(content)
 
 
