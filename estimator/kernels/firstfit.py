@@ -28,9 +28,9 @@ leftover `available`, in O(C·N·K + events) instead of O(sets·C·N·K):
   component's stay ends.
 - Where steps keep coming out small (sets that differ one to the next, as a small
   jobmanager and large taskmanagers sharing nodes do: 1-3 sets per step), a step costs
-  more than the hand sets it saves (measured: Flink at 10k nodes ran 30% faster without
-  them): the kernel then tries one only every 2nd, 4th, ... 64th hand set, and at once
-  again after a step of 4 or more. Skipping a step never changes the result.
+  about what it saves (Flink at 10k nodes: no faster with them than without): the kernel
+  then tries one only every 2nd, 4th, ... 64th hand set, and at once again after a step
+  of 4 or more. Skipping a step never changes the result.
 
 The same kernel packs with other component and node orders (the best mode's candidates),
 and packs k sets' worth of replicas as one set (replicas scaled by k, upper 1).
