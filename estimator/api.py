@@ -12,7 +12,8 @@ What is here, by concept:
 Model (plain frozen dataclasses, no I/O)
     Component, ComponentSetsQuery, ReplicasQuery, WorkloadRef, AssumedWorkload, ReplicaShape,
     NodeClaim, NodeSelectorTerm, NodeSelectorRequirement, Toleration, Taint; the operator and
-    taint-effect names (OP_*, NODE_SELECTOR_OPERATORS, NO_SCHEDULE, NO_EXECUTE).
+    taint-effect names (OP_*, NODE_SELECTOR_OPERATORS, NO_SCHEDULE, NO_EXECUTE);
+    TERMINAL_POD_PHASES (a pod in one of them holds no resources).
 Quantities and resource names
     parse_quantity, quantity_to_int, QuantityError; parse_resource_list and ResourceListError
     (a whole ResourceList: requests, allocatable, status summaries); CPU, MEMORY,
@@ -59,6 +60,7 @@ from estimator.model import (
     OP_EXISTS,
     OP_IN,
     OP_NOT_IN,
+    TERMINAL_POD_PHASES,
     AssumedWorkload,
     Component,
     ComponentSetsQuery,
@@ -124,7 +126,7 @@ def warmup_kernels() -> None:
 __all__ = [
     "ALL_GATES", "CPU", "EPHEMERAL_STORAGE", "FEATURE_GATES", "MAX_INT32", "MAX_INT64", "MEMORY",
     "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
-    "OP_NOT_IN", "PODS", "UNSCHEDULABLE_TAINT",
+    "OP_NOT_IN", "PODS", "TERMINAL_POD_PHASES", "UNSCHEDULABLE_TAINT",
     "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
     "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
     "ReplicaShape", "ReplicasQuery", "ResourceListError", "SnapshotError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",

@@ -22,12 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from estimator.api import PODS, ResourceListError, is_counted, parse_resource_list
+from estimator.api import PODS, TERMINAL_POD_PHASES, ResourceListError, is_counted, parse_resource_list
 from scheduler_client.general import ResourceSummary
 from scheduler_client.resourcemodels import GradeCount, ResourceModel, grade_counts
-
-_TERMINAL_PHASES = ("Succeeded", "Failed")
-
 
 class StatusError(ValueError):
     """An object whose quantities cannot be read; names the object and field."""
@@ -87,7 +84,7 @@ def _bound(pod: Mapping) -> bool:
 
 
 def _counted_on_node(pod: Mapping) -> bool:
-    return _bound(pod) and (pod.get("status") or {}).get("phase") not in _TERMINAL_PHASES
+    return _bound(pod) and (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
 
 
 def resource_summary(nodes: Sequence[Mapping], pods: Sequence[Mapping]) -> ResourceSummary:
