@@ -110,8 +110,8 @@ def test_best_mode_beats_first_fit_where_the_master_blocks_a_gpu_node():
     query = ComponentSetsQuery((master, worker))
     snapshot = cluster(nodes)
     first_fit = NodeResourcePlugin().estimate_components(EstimateContext(snapshot, "first-fit"), query)
-    # No time budget: this is about what the search finds; a budget counted in CPU time could cut
-    # it short when the first call in a process also pays for loading the kernels.
+    # No budget: this is about what the search can find, not how much of it the default
+    # allowance of node visits lets it try on a two-node member.
     best = NodeResourcePlugin().estimate_components(EstimateContext(snapshot, "best", None), query)
     assert (first_fit.value, best.value) == (0, 1)
     assert best.detail.placement.tolist() == [[0, 1], [1, 0]]  # master on cpu-1, worker on gpu-1
