@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import members
+from benchmarks.resultsmd import replace_section
 from benchmarks.shapes import SHAPES
 
 UPPER = 2**31 - 1
@@ -83,15 +84,7 @@ def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
 
 
 def write_section(path: Path, text: str) -> None:
-    """Replace this section (up to the next "## " heading) or append it."""
-    content = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = content.find("\n" + SECTION + "\n")
-    if start < 0:
-        content = content.rstrip("\n") + "\n\n" + text
-    else:
-        end = content.find("\n## ", start + 1)
-        content = content[:start].rstrip("\n") + "\n\n" + text + (content[end:] if end >= 0 else "")
-    path.write_text(content)
+    replace_section(path, SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.accuracy import random_member
+from benchmarks.resultsmd import replace_section
 from estimator import kernels
 from estimator.framework import DEFAULT_BEST_BUDGET
 
@@ -336,15 +337,7 @@ def section_text(r: dict) -> str:
 
 
 def write_section(path: Path, text: str) -> None:
-    """Replace this section (up to the next "## " heading) or append it."""
-    content = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = content.find("\n" + SECTION + "\n")
-    if start < 0:
-        content = content.rstrip("\n") + "\n\n" + text
-    else:
-        end = content.find("\n## ", start + 1)
-        content = content[: start + 1] + text + (content[end:] if end >= 0 else "")
-    path.write_text(content)
+    replace_section(path, SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:
