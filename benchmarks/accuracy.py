@@ -16,16 +16,13 @@ with probability 0.85). Per member:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from estimator import kernels
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import naive  # noqa: E402  (tests/naive.py: the independent oracle)
+from tests import naive  # the independent oracle
 
 UPPER = 2**31 - 1
 

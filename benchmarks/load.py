@@ -55,6 +55,7 @@ from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2
 from scheduler_client import wire
 from scheduler_client.launch import free_port
+from tests import fakekube  # the fake API server (tests and benchmarks)
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -65,8 +66,6 @@ DEADLINE = 10.0
 ESTIMATOR_FLAGS = ["--max-concurrent-requests", "64", "--parallelism", "16", "--log-format", "json"]
 STUCK_THRESHOLD_SECONDS = 60.0
 
-sys.path.insert(0, str(REPO / "tests"))  # fakekube: the fake API server (tests and benchmarks)
-import fakekube  # noqa: E402
 
 
 # --- the member's extra objects and the churn ---------------------------------------------

@@ -555,8 +555,7 @@ def main(argv=None) -> int:
     from estimator import kernels
     from estimator.snapshot_source import load_snapshot
 
-    sys.path.insert(0, str(REPO / "tests"))
-    import naive as naive_oracle
+    from tests import naive as naive_oracle
 
     kernels.warmup()
     naive_rescan.warm_compiled()

@@ -1,6 +1,6 @@
 """Watch churn benchmark: sync a big member from the fake API server, then stream pod churn.
 
-    NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/watch_churn.py \\
+    NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m benchmarks.watch_churn \\
         [--nodes 10000 --pods 100000 --seconds 20 --rate 12000]
 
 The fake API server (tests/fakekube.py) runs in a child process at nice +10 (it stands in
@@ -47,7 +47,6 @@ import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 Gi = 2**30
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -157,7 +156,7 @@ POD_SHAPES = (("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("100m", "256Mi"
 
 
 def _serve(conn, nodes: int, pods: int, seed: int, nice: int) -> None:
-    from fakekube import FakeKube
+    from tests.fakekube import FakeKube
 
     os.nice(nice)  # the fake stands in for a remote API server: it must not outrank the estimator
     rng = random.Random(seed)
@@ -394,7 +393,7 @@ def machine() -> dict:
 def run(args) -> dict:
     from estimator import kernels
     from estimator.watch import EstimatePriority, ReflectorOptions, WatchClusterState
-    from fakekube import FakeKube
+    from tests.fakekube import FakeKube
 
     kernels.warmup()
     if args.switch_interval:
@@ -585,7 +584,7 @@ def run(args) -> dict:
 
 
 def command_line(args) -> str:
-    text = (f"NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/watch_churn.py --nodes {args.nodes} "
+    text = (f"NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m benchmarks.watch_churn --nodes {args.nodes} "
             f"--pods {args.pods} --seconds {args.seconds:g} --rate {args.rate} --qps {args.qps:g} "
             f"--burst {args.burst} --page-size {args.page_size} --backlog {args.backlog} --seed {args.seed} "
             f"--quiet-seconds {args.quiet_seconds:g} --estimates-per-second {args.estimates_per_second:g} "

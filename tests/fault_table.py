@@ -23,15 +23,15 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from estimator.watch import ReflectorOptions, WatchClusterState  # noqa: E402
-from estimator.watch.kubeclient import KubeClient  # noqa: E402
-from fakekube import FakeKube, pod_object, reference_cache, state_view  # noqa: E402
-from test_watch import small_cluster  # noqa: E402
-from test_watch_credentials import Credentials  # noqa: E402
-from test_watch_deadlink import Relay  # noqa: E402
-from test_watch_hostile import hostile_pod  # noqa: E402
+# Run as a script, so Python itself puts tests/ first on sys.path; the sibling test modules
+# imported here use flat imports of each other, so this file does too.
+from estimator.watch import ReflectorOptions, WatchClusterState
+from estimator.watch.kubeclient import KubeClient
+from fakekube import FakeKube, pod_object, reference_cache, state_view
+from test_watch import small_cluster
+from test_watch_credentials import Credentials
+from test_watch_deadlink import Relay
+from test_watch_hostile import hostile_pod
 
 BOOKMARK_INTERVAL = 60.0
 POLL = 0.05

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks import report
+from benchmarks.run import RECORD_FIELDS
 
-from benchmarks import report  # noqa: E402
-from benchmarks.run import RECORD_FIELDS  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SIZES = (40, 90)
 SHAPES = ("pytorch-small", "affinity-tolerations")

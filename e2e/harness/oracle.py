@@ -18,7 +18,6 @@ import json
 import math
 import random
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +35,7 @@ from estimator.resources import MAX_INT32
 from estimator.snapshot import ClusterSnapshot
 from estimator.snapshot_source import load_snapshot
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-import naive  # noqa: E402  the plain reference the kernels are tested against
+from tests import naive  # the plain reference the kernels are tested against
 
 ALL_ORDERS = 2000  # distinct node orders enumerated in full up to this many
 SAMPLED_ORDERS = 200
