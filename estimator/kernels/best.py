@@ -288,7 +288,8 @@ class _Search:
                 return
 
 
-def best_sets(available, requests, replicas, masks, upper, budget: float | None = None) -> Packing:
+def best_sets(available, requests, replicas, masks, upper, budget: float | None = None,
+              known_bound: int | None = None) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
     `budget`: None searches without a limit; a number b >= 0 lets the search after
@@ -296,6 +297,12 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
     docstring), so the answer does not depend on timing. The result's `bound` is an upper
     bound on what any placement reaches; `work` what first-fit and the search did. Does
     not modify `available`; the returned placement passes `verify_placement`.
+
+    `known_bound`: this bound, from an earlier call on the same arrays (the caller keys it
+    by snapshot and request shape), instead of working it out again. It is the same value
+    `set_bound(..., reach=first-fit's sets, first=first-fit's limiting component)` gives,
+    which is how this function computes it too; a request whose first-fit answer reaches
+    it then costs one first-fit pass.
     """
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
@@ -303,9 +310,17 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
     baseline = karmada_first_fit(p.available.copy(), p.requests, p.replicas, p.masks, p.upper)
     if baseline.sets >= p.upper:
         return baseline._replace(bound=p.upper)
-    quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
-    if baseline.sets >= quick:
-        return baseline._replace(bound=quick)
+    if known_bound is not None:
+        if not baseline.sets <= known_bound <= p.upper:
+            raise ValueError(f"known_bound must lie between first-fit's {baseline.sets} sets and upper "
+                             f"{p.upper}, got {known_bound!r}")
+        if baseline.sets >= known_bound:
+            return baseline._replace(bound=int(known_bound))
+        quick = int(known_bound)
+    else:
+        quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
+        if baseline.sets >= quick:
+            return baseline._replace(bound=quick)
     bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
     if baseline.sets >= bound or budget == 0:
         return baseline._replace(bound=bound)

@@ -82,6 +82,26 @@ def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
     return [c.shape for w in assumed for c in w.components]
 
 
+def _bound_key(arrays: _Packing, query: ComponentSetsQuery, columns: tuple[str, ...]) -> tuple:
+    """Snapshot-derived key of a request shape's upper bound. Both modes share it: best
+    mode's bound is first-fit's (the same staged relaxation, reached from the same
+    first-fit answer)."""
+    return ("set bound", columns, arrays.requests.tobytes(), arrays.replicas.tobytes(),
+            tuple(c.shape.claim for c in query.components))
+
+
+def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
+                     query: ComponentSetsQuery, columns: tuple[str, ...], budget: float | None) -> kernels.Packing:
+    """Best mode, reusing the bound worked out for this snapshot and shape (either mode)."""
+    if query.assumed:
+        return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
+    key = _bound_key(arrays, query, columns)
+    packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
+                                budget=budget, known_bound=snapshot._derived.get(key))
+    snapshot.derived(key, lambda: packing.bound)
+    return packing
+
+
 def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
                           query: ComponentSetsQuery, columns: tuple[str, ...]) -> kernels.Packing:
     """First-fit's answer, always computed, with its upper bound, worked out once per
@@ -90,8 +110,7 @@ def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arra
     (assumed) workloads change what is available, so those requests are not shared."""
     if query.assumed:
         return kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
-    key = ("first-fit bound", columns, arrays.requests.tobytes(), arrays.replicas.tobytes(),
-           tuple(c.shape.claim for c in query.components))
+    key = _bound_key(arrays, query, columns)
     before = []
 
     def bound() -> int:
@@ -131,8 +150,7 @@ class NodeResourcePlugin:
         if ctx.packing == "first-fit":
             packing = _first_fit_with_bound(snapshot, available, arrays, query, columns)
         else:
-            packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                        budget=ctx.best_budget)
+            packing = _best_with_bound(snapshot, available, arrays, query, columns, ctx.best_budget)
         if packing.sets == 0:
             return PluginResult(0, Code.UNSCHEDULABLE, REASON_NO_RESOURCES, detail=packing)
         return PluginResult(packing.sets, detail=packing)
