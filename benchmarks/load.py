@@ -49,6 +49,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from benchmarks.members import MemberSpec, ensure
+from benchmarks.resultsmd import percentile, replace_section
 from benchmarks.shapes import NAMESPACE, SHAPES
 from estimator import model
 from estimator.pb import estimator_pb2 as pb
@@ -371,7 +372,7 @@ def summarise(args, env_info, stats, requests, logs, wall, ready_seconds, metric
         if not len(values):
             return {"calls": 0}
         return {"calls": int(len(values)), "rps": round(len(values) / wall, 1),
-                **{f"p{q}": round(float(np.percentile(values, q)), 2) for q in (50, 90, 99)},
+                **{f"p{q}": round(percentile(values, q), 2) for q in (50, 90, 99)},
                 "max": round(float(values.max()), 1)}
 
     by_method = {}
@@ -467,26 +468,7 @@ def section(results: list[dict]) -> str:
 
 def write_section(text: str, path: Path = RESULTS) -> None:
     """Replace this module's `## Load` section (or append it); leave every other section alone."""
-    if not path.exists():
-        path.write_text("# Benchmark results\n\n")
-    lines = path.read_text().splitlines(keepends=True)
-    start = end = None
-    in_code = False
-    for i, line in enumerate(lines):
-        if line.startswith("```"):
-            in_code = not in_code
-        if in_code or not line.startswith("## "):
-            continue
-        if start is not None and end is None:
-            end = i
-        if line.strip() == f"## {SECTION}":
-            start = i
-    if start is None:
-        body = "".join(lines).rstrip("\n") + "\n\n" + text
-    else:
-        end = len(lines) if end is None else end
-        body = "".join(lines[:start]) + text + ("\n" + "".join(lines[end:]) if end < len(lines) else "")
-    path.write_text(body.rstrip("\n") + "\n")
+    replace_section(path, f"## {SECTION}", text)
 
 
 def main(argv: list[str] | None = None) -> int:

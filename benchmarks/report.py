@@ -15,6 +15,8 @@ import math
 import sys
 from pathlib import Path
 
+from benchmarks.resultsmd import PERCENTILE_METHOD, split_top, splice_section
+
 REPO = Path(__file__).resolve().parents[1]
 SECTION = "Speed and accuracy"
 TARGET_NODES = 10_000
@@ -236,6 +238,7 @@ to their authors and are preserved verbatim when this file is regenerated. -->
 - **Machine:** {env['nproc']} cores (nproc), {env['cpu_model']}, {env['memory_gb']} GB RAM; Python {env['python']},
   numpy {env['numpy']}, numba {env['numba']}, grpcio {env['grpcio']}
 - **Code:** commit `{env['git_commit']}` ({env['git_dirty_files']} tracked files modified in the work tree at run time)
+- **Percentiles:** {PERCENTILE_METHOD}.
 
 {shared}{quick}
 
@@ -450,39 +453,11 @@ def _section(result: dict, plot_prefix: str) -> str:
     return "\n".join(out)
 
 
-def _split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(text before the first '## ' heading, [(title, full section text), ...])."""
-    top, sections, title, buf = [], [], None, []
-    in_code = False
-    for line in text.splitlines(keepends=True):
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-        if not in_code and line.startswith("## "):
-            if title is not None:
-                sections.append((title, "".join(buf)))
-            title, buf = line[3:].strip(), [line]
-        elif title is None:
-            top.append(line)
-        else:
-            buf.append(line)
-    if title is not None:
-        sections.append((title, "".join(buf)))
-    return "".join(top), sections
-
-
 def render(result: dict, existing: str, plot_prefix: str) -> str:
-    ours = _section(result, plot_prefix).rstrip("\n") + "\n\n"
-    _, sections = _split_sections(existing)
-    parts, placed = [], False
-    for title, text in sections:
-        if title == SECTION:
-            parts.append(ours)
-            placed = True
-        else:
-            parts.append(text if text.endswith("\n") else text + "\n")
-    if not placed:
-        parts.insert(0, ours)
-    return _top(result, Path()) + "".join(parts).rstrip("\n") + "\n"
+    """RESULTS.md with this module's top text and section; a new section goes first."""
+    _, rest = split_top(existing)
+    rest = splice_section(rest, f"## {SECTION}", _section(result, plot_prefix), first_if_missing=True)
+    return _top(result, Path()) + rest.rstrip("\n") + "\n"
 
 
 # --- plots ----------------------------------------------------------------------------------

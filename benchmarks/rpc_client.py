@@ -27,19 +27,13 @@ import time
 
 import grpc
 
+from benchmarks.resultsmd import percentile
 from estimator.pb import estimator_pb2, service_pb2
 
 SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
 METHOD = f"/{SERVICE}/MaxAvailableComponentSets"
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 METADATA = (("object", "kind=PyTorchJob, name=ml-team/bench"),)
-
-
-def _percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, int(round(q / 100 * (len(sorted_values) - 1)))))
-    return sorted_values[index]
 
 
 def _run(channel: grpc.Channel, run: dict) -> dict:
@@ -82,7 +76,7 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - began
-    flat = sorted(x for xs in latencies for x in xs)
+    flat = [x for xs in latencies for x in xs]
     return {
         "key": run.get("key", ""),
         "concurrency": concurrency,
@@ -90,9 +84,9 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
         "errors": sum(errors),
         "seconds": elapsed,
         "rps": len(flat) / elapsed if elapsed > 0 else 0.0,
-        "p50_ms": _percentile(flat, 50) * 1e3,
-        "p90_ms": _percentile(flat, 90) * 1e3,
-        "p99_ms": _percentile(flat, 99) * 1e3,
+        "p50_ms": percentile(flat, 50) * 1e3,
+        "p90_ms": percentile(flat, 90) * 1e3,
+        "p99_ms": percentile(flat, 99) * 1e3,
         "mean_ms": (sum(flat) / len(flat) * 1e3) if flat else float("nan"),
         "max_sets": reply.maxSets if reply is not None else None,
     }

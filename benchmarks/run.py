@@ -43,6 +43,7 @@ import numpy as np
 
 from benchmarks import accuracy, members, naive_rescan, report
 from benchmarks.progress import bar
+from benchmarks.resultsmd import percentile
 from benchmarks.shapes import SHAPES, TARGET_SHAPE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,7 +160,7 @@ def environment(argv) -> dict:
 
 def _stats_ms(samples: list[float]) -> tuple[float, float]:
     values = np.asarray(samples) * 1e3
-    return float(np.percentile(values, 50)), float(np.percentile(values, 99))
+    return percentile(values, 50), percentile(values, 99)
 
 
 def time_calls(fn, budget_s: float, prepare=None, min_samples: int = 20, max_samples: int = 20000) -> list[float]:

@@ -46,6 +46,8 @@ import time
 import types
 from pathlib import Path
 
+from benchmarks.resultsmd import percentile, replace_section
+
 REPO = Path(__file__).resolve().parents[1]
 
 Gi = 2**30
@@ -268,13 +270,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def train_small():
@@ -754,15 +749,7 @@ def profile_notes(r: dict) -> list[str]:
 
 def write_section(path: Path, result: dict) -> None:
     """Replace (or append) this benchmark's section, keeping every other section verbatim."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section_text(result)
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        tail = text[end + 1:] if end >= 0 else ""
-        text = text[:start] + section_text(result) + ("\n" + tail if tail else "")
-    path.write_text(text)
+    replace_section(path, SECTION, section_text(result))
 
 
 if __name__ == "__main__":
