@@ -79,17 +79,22 @@ def socket_options() -> list[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class _Endpoint:
-    api: str  # "core" or "apps"
+    path: str  # the cluster-wide collection
+    api: str  # "core" or "apps": the generated API class, only for clients without param_serialize
     method: str
 
 
 _ENDPOINTS = {
-    "Node": _Endpoint("core", "list_node"),
-    "Pod": _Endpoint("core", "list_pod_for_all_namespaces"),
-    "ResourceQuota": _Endpoint("core", "list_resource_quota_for_all_namespaces"),
-    "ReplicaSet": _Endpoint("apps", "list_replica_set_for_all_namespaces"),
-    "Deployment": _Endpoint("apps", "list_deployment_for_all_namespaces"),
+    "Node": _Endpoint("/api/v1/nodes", "core", "list_node"),
+    "Pod": _Endpoint("/api/v1/pods", "core", "list_pod_for_all_namespaces"),
+    "ResourceQuota": _Endpoint("/api/v1/resourcequotas", "core", "list_resource_quota_for_all_namespaces"),
+    "ReplicaSet": _Endpoint("/apis/apps/v1/replicasets", "apps", "list_replica_set_for_all_namespaces"),
+    "Deployment": _Endpoint("/apis/apps/v1/deployments", "apps", "list_deployment_for_all_namespaces"),
 }
+# Query parameter names as the API server spells them (the generated methods' keyword names).
+_QUERY_NAMES = {"limit": "limit", "_continue": "continue", "field_selector": "fieldSelector", "watch": "watch",
+                "allow_watch_bookmarks": "allowWatchBookmarks", "resource_version": "resourceVersion",
+                "timeout_seconds": "timeoutSeconds"}
 KINDS = tuple(_ENDPOINTS)
 
 
@@ -397,7 +402,13 @@ class KubeClient:
         api_client.user_agent = USER_AGENT
         old = getattr(self, "_api_client", None)
         self._api_client = api_client
-        self._apis = {"core": k8s.CoreV1Api(api_client), "apps": k8s.AppsV1Api(api_client)}
+        # CoreV1Api and AppsV1Api import hundreds of typed models (~26 MB RSS) for five GET
+        # paths whose bodies we never deserialize: requests go through ApiClient itself
+        # (authentication, TLS, proxy and token refresh as configured), unless the installed
+        # client predates its param_serialize (then the generated classes are still used).
+        self._apis = None
+        if not hasattr(api_client, "param_serialize"):
+            self._apis = {"core": k8s.CoreV1Api(api_client), "apps": k8s.AppsV1Api(api_client)}
         return old
 
     @classmethod
@@ -446,12 +457,13 @@ class KubeClient:
     def _call(self, kind: str, what: str, read_timeout: float, **params) -> urllib3.BaseHTTPResponse:
         self.refresh_credentials()
         endpoint = _ENDPOINTS[kind]
-        method = getattr(self._apis[endpoint.api], endpoint.method)
         params = {k: v for k, v in params.items() if v not in (None, "")}
+        timeout = (self.connect_timeout, max(read_timeout, 0.001))
         try:
-            return method(
-                **params, _preload_content=False, _request_timeout=(self.connect_timeout, max(read_timeout, 0.001))
-            )
+            if self._apis is not None:
+                method = getattr(self._apis[endpoint.api], endpoint.method)
+                return method(**params, _preload_content=False, _request_timeout=timeout)
+            return self._get(endpoint.path, params, timeout)
         except ApiException as error:
             if error.status == 401:  # a rotated token or certificate: read them again now
                 self.refresh_credentials(force=True)
@@ -462,6 +474,19 @@ class KubeClient:
             if _is_tls_error(error):  # e.g. the CA or our client certificate was rotated
                 self.refresh_credentials(force=True)
             raise Unavailable(f"{what}: {type(error).__name__}: {error}") from None
+
+    def _get(self, path: str, params: dict, timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+        """GET `path` through ApiClient, the raw response unread (as `_preload_content=False`
+        does for the generated methods): non-2xx raises ApiException like they do."""
+        api_client = self._api_client
+        request = api_client.param_serialize(
+            method="GET", resource_path=path, query_params=[(_QUERY_NAMES[k], v) for k, v in params.items()],
+            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+        response = api_client.call_api(*request, _request_timeout=timeout)
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        return response.response
 
     def list_page(
         self, kind: str, *, limit: int, continue_token: str = "", field_selector: str = "", timeout: float = 60.0
