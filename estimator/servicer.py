@@ -115,7 +115,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             value, outcome = self.estimator.max_available_replicas(convert.replicas_query(request))
         except Exception as error:  # noqa: BLE001 - every failure becomes a status, never a crash
             self._fail(context, m.TYPE_MAX_AVAILABLE_REPLICAS, obj, error, started)
-        if outcome is not None:
+        if outcome is not None and outcome.durations:  # no durations: a remembered answer, no plugin ran
             self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
@@ -131,7 +131,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             estimate = self.estimator.max_available_component_sets(convert.component_sets_query(request))
         except Exception as error:  # noqa: BLE001
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
-        if estimate.outcome is not None:
+        if estimate.outcome is not None and estimate.outcome.durations:
             self.metrics.observe_plugins(m.EXTENSION_COMPONENTS, estimate.outcome.durations)
         bound = estimate.bound
         self.metrics.observe_optimality(self.estimator.packing, estimate.sets, bound)

@@ -1,0 +1,142 @@
+"""Answers remembered per snapshot (estimate._AnswerMemo): a repeat on the same snapshot runs
+no plugin and answers the same; any change to the member (a new snapshot) is answered afresh;
+the memo never keeps a replaced snapshot alive; repeats are not counted as plugin runs."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from builders import node, pod, quota
+from estimator import metrics as m
+from estimator.cache import ClusterCache
+from estimator.estimate import ANSWERS_PER_SNAPSHOT, Estimator, default_framework
+from estimator.framework import Framework
+from estimator.model import Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
+from estimator.pb import estimator_pb2 as pb
+from estimator.servicer import EstimatorServicer
+
+MI = 2**20
+
+
+def job(gpus: int) -> ComponentSetsQuery:
+    worker = Component("worker", 2, ReplicaShape((("cpu", 100), ("nvidia.com/gpu", gpus)), namespace="ml-team"))
+    return ComponentSetsQuery((worker,), "ml-team")
+
+
+class Counting:
+    """Wraps a real plugin and counts its runs."""
+
+    def __init__(self, plugin):
+        self.plugin, self.NAME, self.runs = plugin, plugin.NAME, 0
+
+    def estimate_components(self, ctx, query):
+        self.runs += 1
+        return self.plugin.estimate_components(ctx, query)
+
+    def estimate_replicas(self, ctx, query):
+        self.runs += 1
+        return self.plugin.estimate_replicas(ctx, query)
+
+
+def counting_estimator(snapshots, packing="first-fit"):
+    plugins = [Counting(p) for p in default_framework().components_plugins]
+    return Estimator(snapshots, packing=packing, framework=Framework(plugins, plugins)), plugins
+
+
+def gpu_member(gpus_per_node=(8, 4)) -> ClusterCache:
+    cache = ClusterCache()
+    for i, gpus in enumerate(gpus_per_node):
+        cache.upsert_node(node(f"gpu-{i}").cpu(16).memory("64Gi").gpu(gpus).build())
+    return cache
+
+
+def test_a_repeat_on_the_same_snapshot_runs_no_plugin_and_answers_the_same():
+    cache = gpu_member()
+    for packing in ("first-fit", "best"):
+        estimator, plugins = counting_estimator(cache.snapshot, packing)
+        first = estimator.max_available_component_sets(job(1))
+        again = estimator.max_available_component_sets(job(1))
+        assert first.sets == again.sets == 6  # 12 GPUs / 2 per set
+        assert [p.runs for p in plugins] == [1, 1]
+        assert first.outcome.durations and not again.outcome.durations
+        assert again.witness() == first.witness() and again.bound == first.bound
+        # A different request is a different answer.
+        assert estimator.max_available_component_sets(job(2)).sets == 3
+        assert [p.runs for p in plugins] == [2, 2]
+
+
+def test_every_change_to_the_member_is_answered_afresh():
+    cache = gpu_member()
+    estimator, plugins = counting_estimator(cache.snapshot)
+    assert estimator.max_available_component_sets(job(1)).sets == 6
+    cache.upsert_pod(pod("ml-team", "busy").on("gpu-0").requests(cpu="1", **{"nvidia.com/gpu": "6"}).build())
+    assert estimator.max_available_component_sets(job(1)).sets == 3  # 2 + 4 GPUs left
+    cache.upsert_quota(quota("ml-team", "q").hard("requests.nvidia.com/gpu", 2).used("requests.nvidia.com/gpu", 0)
+                       .build())
+    assert estimator.max_available_component_sets(job(1)).sets == 1
+    cache.delete_pod("ml-team", "busy")
+    assert estimator.max_available_component_sets(job(1)).sets == 1  # still the quota
+    assert [p.runs for p in plugins] == [4, 4]
+
+
+def test_replica_answers_are_remembered_too():
+    cache = gpu_member()
+    estimator, plugins = counting_estimator(cache.snapshot)
+    query = ReplicasQuery(ReplicaShape((("nvidia.com/gpu", 4),), namespace="ml-team"))
+    first, _ = estimator.max_available_replicas(query)
+    again, outcome = estimator.max_available_replicas(query)
+    assert first == again == 3 and not outcome.durations
+    assert [p.runs for p in plugins] == [1, 1]
+    cache.upsert_node(node("gpu-2").cpu(16).memory("64Gi").gpu(4).build())
+    assert estimator.max_available_replicas(query)[0] == 4
+
+
+def test_the_memo_is_bounded_and_evicts_the_oldest_answer():
+    cache = gpu_member((64,))
+    estimator, plugins = counting_estimator(cache.snapshot)
+    queries = [job(g) for g in range(1, ANSWERS_PER_SNAPSHOT + 2)]
+    answers = [estimator.max_available_component_sets(q).sets for q in queries]
+    assert answers == [64 // (2 * g) for g in range(1, ANSWERS_PER_SNAPSHOT + 2)]
+    runs = plugins[0].runs
+    estimator.max_available_component_sets(queries[-1])  # the newest: remembered
+    assert plugins[0].runs == runs
+    assert estimator.max_available_component_sets(queries[0]).sets == 32  # the oldest: evicted, recomputed
+    assert plugins[0].runs == runs + 1
+
+
+def test_a_replaced_snapshot_is_not_kept_alive_by_the_memo():
+    cache = gpu_member()
+    estimator, _ = counting_estimator(cache.snapshot)
+    estimator.max_available_component_sets(job(1))
+    old = weakref.ref(cache.snapshot())
+    cache.upsert_node(node("cpu-0").cpu(4).memory("8Gi").build())
+    cache.snapshot()  # the cache lets go of the old snapshot
+    gc.collect()
+    assert old() is None
+
+
+class _Context:
+    def invocation_metadata(self):
+        return ()
+
+    def abort(self, code, message):
+        raise AssertionError(f"{code}: {message}")
+
+
+def _samples(metrics: m.EstimatorMetrics, name: str) -> float:
+    return sum(s.value for family in metrics.registry.collect() for s in family.samples if s.name == name)
+
+
+def test_repeats_count_as_requests_but_not_as_plugin_runs():
+    cache = gpu_member()
+    metrics = m.EstimatorMetrics()
+    servicer = EstimatorServicer("member", Estimator(cache.snapshot, packing="first-fit"), metrics)
+    worker = pb.Component(name="worker", replicas=2, replicaRequirements=pb.ComponentReplicaRequirements(
+        resourceRequest={"nvidia.com/gpu": {"string": "1"}}))
+    request = pb.MaxAvailableComponentSetsRequest(cluster="member", namespace="ml-team", components=[worker])
+    answers = [servicer.MaxAvailableComponentSets(request, _Context()).maxSets for _ in range(3)]
+    assert answers == [6, 6, 6]
+    assert _samples(metrics, f"{m.SUBSYSTEM}_estimating_request_total") == 3
+    plugin_runs = f"{m.SUBSYSTEM}_estimating_plugin_execution_duration_seconds_count"
+    assert _samples(metrics, plugin_runs) == 2  # both plugins, once
