@@ -1,8 +1,8 @@
-"""benchmarks.run reads start-up milestones from the server's own klog-format log lines."""
+"""benchmarks.run (through run_server) reads start-up milestones from the server's own klog-format log lines."""
 import logging
 import time
 
-from benchmarks.run import _klog_stamp, _log_times
+from benchmarks.run_server import _klog_stamp, _log_times
 from estimator.logsetup import KlogTextFormatter
 
 

@@ -1,0 +1,147 @@
+"""The server side of benchmarks.run: a real `karmada-estimator` process per member and mode,
+its start-up milestones read from its own klog-format log, and the RPC client process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from benchmarks.shapes import SHAPES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# klog's header (`I1201 20:48:43.123456 12345 server.py:88] ...`, local time, no year).
+_LOG_TIME = re.compile(r"^[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) ")
+
+
+def _klog_stamp(text: str, now: float | None = None) -> float:
+    """Epoch seconds of a klog header time; the year is the one that puts it nearest to now."""
+    now = time.time() if now is None else now
+    year = datetime.fromtimestamp(now).year
+    stamps = [datetime.strptime(f"{y}{text}", "%Y%m%d %H:%M:%S.%f").timestamp() for y in (year - 1, year)]
+    return min(stamps, key=lambda s: abs(s - now))
+
+
+def _log_times(text: str) -> dict:
+    """Seconds since the epoch of the start-up milestones in a text-format server log."""
+    out = {}
+    for line in text.splitlines():
+        match = _LOG_TIME.match(line)
+        if not match:
+            continue
+        stamp = _klog_stamp(match.group(1))
+        if "loaded" in line and "nodes from" in line and "loaded" not in out:
+            out["loaded"] = stamp
+        elif "listening on port" in line:
+            out.setdefault("listening", stamp)
+        elif "kernels ready in" in line:
+            out["kernels_ready"] = stamp
+            out["kernels_seconds"] = float(re.search(r"kernels ready in ([0-9.]+)s", line).group(1))
+        elif "readiness changed: ready" in line:
+            out.setdefault("ready", stamp)
+    return out
+
+
+def _rss(pid: int) -> dict:
+    fields = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                fields[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return {"rss_mb": fields.get("VmRSS"), "rss_peak_mb": fields.get("VmHWM")}
+
+
+class Server:
+    """A real `karmada-estimator` process on one member file (scheduler_client.launch)."""
+
+    def __init__(self, member: str, path: Path, mode: str, cache_dir: str, log_dir: Path):
+        from scheduler_client.launch import LocalEstimator
+
+        self.est = LocalEstimator(member, [path], packing=mode)
+        self.log_path = log_dir / f"{member}-{mode}-{Path(cache_dir).name}.log"
+        self.cache_dir = cache_dir
+
+    def start(self, timeout: float = 600.0) -> dict:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        env = dict(os.environ, NUMBA_CACHE_DIR=self.cache_dir)
+        log = self.log_path.open("w")
+        # One channel, reconnecting every 20-50 ms while the port is closed: cheap polling that
+        # takes little CPU from the starting server on a 2-core machine.
+        channel = grpc.insecure_channel(self.est.address, options=[
+            ("grpc.initial_reconnect_backoff_ms", 20), ("grpc.min_reconnect_backoff_ms", 20),
+            ("grpc.max_reconnect_backoff_ms", 50)])
+        health = health_pb2_grpc.HealthStub(channel)
+        wall0 = time.time()
+        t0 = time.perf_counter()
+        self.est.process = subprocess.Popen(self.est.command(), stdout=log, stderr=log, env=env, cwd=REPO)
+        deadline = t0 + timeout
+        try:
+            while True:
+                if self.est.process.poll() is not None:
+                    raise RuntimeError(f"estimator exited with {self.est.process.returncode}; log: {self.log_path}\n"
+                                       + self.log_path.read_text()[-3000:])
+                try:
+                    reply = health.Check(health_pb2.HealthCheckRequest(), timeout=0.25, wait_for_ready=True)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                    time.sleep(0.02)
+                except grpc.RpcError:
+                    pass
+                if time.perf_counter() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"estimator not ready in {timeout}s; log: {self.log_path}")
+        finally:
+            channel.close()
+        ready = time.perf_counter() - t0
+        time.sleep(0.05)
+        marks = _log_times(self.log_path.read_text())
+        phases = {"ready_s": ready}
+        if "loaded" in marks:
+            phases["start_to_loaded_s"] = marks["loaded"] - wall0  # interpreter + imports + load
+        if "kernels_seconds" in marks:
+            phases["kernels_s"] = marks["kernels_seconds"]
+        return phases
+
+    @property
+    def address(self) -> str:
+        return self.est.address
+
+    def rss(self) -> dict:
+        return _rss(self.est.process.pid)
+
+    def stop(self) -> None:
+        self.est.stop()
+
+
+def rpc_runs(server: Server, member: str, shapes, args) -> dict:
+    """One client process, every shape x concurrency, plus the health-check floor."""
+    from estimator.pb import estimator_pb2  # noqa: F401  (loaded for wire below)
+    from grpc_health.v1 import health_pb2
+    from scheduler_client.wire import component_sets_request
+
+    runs = []
+    for shape in shapes:
+        request = component_sets_request(member, SHAPES[shape][1]).SerializeToString().hex()
+        for c in args.concurrency:
+            runs.append({"key": f"{shape}/{c}", "request_hex": request, "concurrency": c,
+                         "seconds": args.rpc_seconds, "warmup_calls": 20})
+    plan = {"address": server.address, "runs": runs,
+            "floor": {"request_hex": health_pb2.HealthCheckRequest().SerializeToString().hex(),
+                      "seconds": args.rpc_seconds}}
+    out = subprocess.run([sys.executable, "-m", "benchmarks.rpc_client"], input=json.dumps(plan),
+                         capture_output=True, text=True, cwd=REPO, timeout=600 + 10 * len(runs) * args.rpc_seconds)
+    if out.returncode != 0:
+        raise RuntimeError(f"rpc client failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    data = json.loads(out.stdout)
+    return {r["key"]: r for r in data["results"]} | {"floor": data.get("floor")}
