@@ -40,8 +40,8 @@ from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 from estimator.resources import MAX_INT32, PODS, QuantityError, is_counted, quantity_to_int
 
-__all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "replicas_query",
-           "workload_ref"]
+__all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "remembered",
+           "replicas_query", "workload_ref"]
 
 _NANOSECONDS_PER_SECOND = 1e9
 _TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
@@ -137,6 +137,26 @@ def workload_ref(req: pb.UnschedulableReplicasRequest) -> model.WorkloadRef:
         name=ref.name,
         threshold_seconds=max(req.unschedulableThreshold, 0) / _NANOSECONDS_PER_SECOND,
     )
+
+
+# Requests at most this long (serialised) are remembered by `remembered`; a real job's is
+# a few hundred bytes, and the bound keeps the memo's memory small whatever callers send.
+_MEMO_MAX_BYTES = 4096
+
+
+@functools.lru_cache(maxsize=512)
+def _converted(convert, message_type: type[Message], encoded: bytes):
+    return convert(message_type.FromString(encoded))
+
+
+def remembered(convert, req: Message):
+    """`convert(req)`, remembered by the request's deterministic encoding: the scheduler sends
+    the same few requests again and again, and converting one costs ~15x encoding it. The
+    results are immutable; a request that fails to convert is not remembered (it raises again)."""
+    encoded = req.SerializeToString(deterministic=True)
+    if len(encoded) > _MEMO_MAX_BYTES:
+        return convert(req)
+    return _converted(convert, type(req), encoded)
 
 
 # ---------------------------------------------------------------------------------------

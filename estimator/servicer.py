@@ -112,7 +112,8 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         try:
             convert.check_decoded(request)
             self._check_cluster(request.cluster)
-            value, outcome = self.estimator.max_available_replicas(convert.replicas_query(request))
+            query = convert.remembered(convert.replicas_query, request)
+            value, outcome = self.estimator.max_available_replicas(query)
         except Exception as error:  # noqa: BLE001 - every failure becomes a status, never a crash
             self._fail(context, m.TYPE_MAX_AVAILABLE_REPLICAS, obj, error, started)
         if outcome is not None and outcome.durations:  # no durations: a remembered answer, no plugin ran
@@ -128,7 +129,8 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         try:
             convert.check_decoded(request)
             self._check_cluster(request.cluster)
-            estimate = self.estimator.max_available_component_sets(convert.component_sets_query(request))
+            query = convert.remembered(convert.component_sets_query, request)
+            estimate = self.estimator.max_available_component_sets(query)
         except Exception as error:  # noqa: BLE001
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
         if estimate.outcome is not None and estimate.outcome.durations:
