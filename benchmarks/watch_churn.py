@@ -27,6 +27,8 @@ Experiment switches used while profiling (see the notes in RESULTS.md): --gc-mod
 
 Prints one JSON line and writes the "Watch churn" section of benchmarks/RESULTS.md
 (unless --no-write).
+The objects and the fake API server process are in benchmarks/watch_churn_fake.py, the
+section's text in benchmarks/watch_churn_report.py.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import json
 import multiprocessing
 import os
 import platform
-import random
 import sys
 import tempfile
 import threading
@@ -46,219 +47,13 @@ import time
 import types
 from pathlib import Path
 
-from benchmarks.resultsmd import percentile, replace_section
+from benchmarks.resultsmd import percentile
+from benchmarks.watch_churn_fake import serve_fake
+from benchmarks.watch_churn_report import write_section
 
 REPO = Path(__file__).resolve().parents[1]
 
 Gi = 2**30
-ZONES = ("zone-a", "zone-b", "zone-c")
-
-
-# --- realistic objects (what a kube-apiserver returns, managedFields included) -------------
-
-
-def make_node(i: int) -> dict:
-    gpu = i % 4 == 0
-    name = f"node-{i:05d}"
-    labels = {
-        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-        "topology.kubernetes.io/region": "region-1", "topology.kubernetes.io/zone": ZONES[i % 3],
-        "node.kubernetes.io/instance-type": "gpu.8x" if gpu else "cpu.16x",
-        "pool": "gpu" if gpu else "general",
-    }
-    allocatable = {"cpu": "63500m", "memory": "251Gi", "pods": "110", "ephemeral-storage": "900Gi",
-                   "hugepages-2Mi": "0"}
-    if gpu:
-        allocatable["nvidia.com/gpu"] = "8"
-    return {
-        "kind": "Node", "apiVersion": "v1",
-        "metadata": {"name": name, "labels": labels,
-                     "annotations": {"node.alpha.kubernetes.io/ttl": "0",
-                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-        "spec": {"podCIDR": f"10.{i // 250}.{i % 250}.0/24", "providerID": f"cloud://{name}",
-                 "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}] if gpu else []},
-        "status": {"allocatable": allocatable, "capacity": dict(allocatable),
-                   "conditions": [{"type": t, "status": "False" if t != "Ready" else "True",
-                                   "lastHeartbeatTime": "2024-05-01T10:00:00Z",
-                                   "lastTransitionTime": "2024-05-01T09:00:00Z", "reason": f"Kubelet{t}",
-                                   "message": f"kubelet reports {t}"}
-                                  for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")],
-                   "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250}"},
-                                 {"type": "Hostname", "address": name}],
-                   "nodeInfo": {"kubeletVersion": "v1.30.1", "containerRuntimeVersion": "containerd://1.7.13",
-                                "osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": "5.15.0-105-generic",
-                                "architecture": "amd64", "operatingSystem": "linux"}},
-    }
-
-
-def make_pod(namespace: str, name: str, node: str | None, cpu: str, memory: str, phase: str = "Running",
-             restarts: int = 0) -> dict:
-    app = name.rsplit("-", 2)[0]
-    rs = name.rsplit("-", 1)[0]
-    ts = "2024-05-01T10:00:00Z"
-    conditions = [{"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts}
-                  for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
-    return {
-        "kind": "Pod", "apiVersion": "v1",
-        "metadata": {
-            "name": name, "generateName": rs + "-", "namespace": namespace,
-            "labels": {"app": app, "pod-template-hash": "7d9f8c6b5", "team": namespace},
-            "annotations": {"kubectl.kubernetes.io/restartedAt": ts, "prometheus.io/scrape": "true"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
-                                 "uid": f"uid-{rs}", "controller": True, "blockOwnerDeletion": True}],
-            "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": ts,
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {
-                     ".": {}, "f:app": {}, "f:pod-template-hash": {}}, "f:ownerReferences": {}},
-                     "f:spec": {"f:containers": {'k:{"name":"main"}': {".": {}, "f:image": {}, "f:name": {},
-                                                                        "f:resources": {}}}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts,
-                 "fieldsType": "FieldsV1", "subresource": "status",
-                 "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:hostIP": {},
-                                           "f:phase": {}, "f:podIP": {}, "f:startTime": {}}}}],
-        },
-        "spec": {
-            "containers": [{
-                "name": "main", "image": f"registry.example.com/{namespace}/{app}:1.4.2",
-                "ports": [{"containerPort": 8080, "protocol": "TCP", "name": "http"}],
-                "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "POD_NAME", "valueFrom": {
-                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
-                "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
-                "volumeMounts": [{"name": "kube-api-access", "readOnly": True,
-                                  "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
-                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-                "imagePullPolicy": "IfNotPresent"}],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default", "nodeName": node, "schedulerName": "default-scheduler",
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300},
-                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}],
-            "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
-            "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
-        },
-        "status": {
-            "phase": phase, "conditions": conditions, "hostIP": "10.0.0.1", "podIP": "10.244.1.7",
-            "podIPs": [{"ip": "10.244.1.7"}], "startTime": ts, "qosClass": "Burstable",
-            "containerStatuses": [{"name": "main", "ready": True, "restartCount": restarts, "started": True,
-                                   "state": {"running": {"startedAt": ts}},
-                                   "image": f"registry.example.com/{namespace}/{app}:1.4.2",
-                                   "imageID": "registry.example.com/app@sha256:" + "0" * 64,
-                                   "containerID": "containerd://" + "f" * 64}],
-        },
-    }
-
-
-POD_SHAPES = (("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("100m", "256Mi"), ("2", "4Gi"))
-
-
-# --- the fake API server process ----------------------------------------------------------
-
-
-def _serve(conn, nodes: int, pods: int, seed: int, nice: int) -> None:
-    from tests.fakekube import FakeKube
-
-    os.nice(nice)  # the fake stands in for a remote API server: it must not outrank the estimator
-    rng = random.Random(seed)
-    fake = FakeKube(history_limit=80_000, bookmark_interval=1.0, token="bench-token").start()
-    node_names = [f"node-{i:05d}" for i in range(nodes)]
-    fake.load(make_node(i) for i in range(nodes))
-    batch = []
-    for i in range(pods):
-        namespace = f"team-{i % 50:02d}"
-        name = f"app{i % 400:03d}-7d9f8c6b5-{i:06x}"
-        cpu, memory = POD_SHAPES[i % len(POD_SHAPES)]
-        batch.append(make_pod(namespace, name, node_names[(i * 7919) % nodes], cpu, memory))
-        if len(batch) == 5000:
-            fake.load(batch)
-            batch = []
-    fake.load(batch)
-    del batch
-    counter = [pods]
-    # Churn events are rendered from pre-serialized templates (a few bytes.replace per event)
-    # so that the generator, which shares nothing with the estimator, is not the bottleneck.
-    templates = {}
-    for shape, (cpu, memory) in enumerate(POD_SHAPES):
-        for phase in ("Running", "Succeeded"):
-            for restarts in range(5):
-                obj = make_pod("@NS@", "@APP@-7d9f8c6b5-@ID@", "@NODE@", cpu, memory, phase, restarts)
-                obj["metadata"].update(resourceVersion="@RV@", uid="uid-@ID@",
-                                       creationTimestamp="2024-05-01T10:00:00Z")
-                templates[shape, phase, restarts] = json.dumps(obj, separators=(",", ":")).encode()
-
-    def render(i: int, phase: str = "Running", restarts: int = 0) -> tuple:
-        namespace, app, ident = f"team-{i % 50:02d}", f"app{i % 400:03d}", f"{i:06x}"
-        name = f"{app}-7d9f8c6b5-{ident}"
-        node = node_names[(i * 7919) % nodes]
-        data = (templates[i % len(POD_SHAPES), phase, restarts].replace(b"@NS@", namespace.encode())
-                .replace(b"@APP@", app.encode()).replace(b"@ID@", ident.encode()).replace(b"@NODE@", node.encode()))
-        fields = {"metadata.name": name, "metadata.namespace": namespace, "status.phase": phase,
-                  "spec.nodeName": node}
-        return ("put", name, namespace, data, fields)
-
-    live_ids = list(range(pods))
-
-    def churn_one() -> tuple:
-        """One pod change: create (35%), delete (25%), complete (10%, leaves the selector), update (30%)."""
-        roll = rng.random()
-        if roll < 0.35 or not live_ids:
-            i = counter[0]
-            counter[0] += 1
-            live_ids.append(i)
-            return render(i)
-        index = rng.randrange(len(live_ids))
-        i = live_ids[index]
-        if roll < 0.70:
-            live_ids[index] = live_ids[-1]
-            live_ids.pop()
-            if roll < 0.60:
-                return ("delete", f"app{i % 400:03d}-7d9f8c6b5-{i:06x}", f"team-{i % 50:02d}")
-            return render(i, "Succeeded")
-        return render(i, "Running", rng.randrange(1, 5))
-
-    def apply(changes: list) -> None:
-        for change in changes:
-            if change[0] == "put":
-                fake.put_encoded("Pod", change[1], change[2], change[3], change[4])
-            else:
-                fake.delete("Pod", change[1], change[2])
-
-    conn.send({"url": fake.url, "rv": fake.resource_version})
-    while True:
-        command = conn.recv()
-        if command[0] == "stop":
-            fake.stop()
-            conn.send("stopped")
-            return
-        if command[0] == "churn":
-            _, rate, seconds = command
-            started = time.monotonic()
-            made = 0
-            while True:
-                elapsed = time.monotonic() - started
-                if elapsed >= seconds:
-                    break
-                due = int(rate * elapsed) - made
-                if due <= 0:
-                    time.sleep(0.002)
-                    continue
-                due = min(due, 500)
-                apply([churn_one() for _ in range(due)])
-                made += due
-            conn.send({"events": made, "seconds": time.monotonic() - started, "rv": fake.resource_version})
-        elif command[0] == "backlog":
-            fake.pause_watches()
-            started = time.monotonic()
-            for _ in range(0, command[1], 500):
-                apply([churn_one() for _ in range(500)])
-            made_in = time.monotonic() - started
-            rv = fake.resource_version
-            conn.send({"rv": rv, "generated_in": made_in})
-            conn.recv()  # "go"
-            fake.resume_watches()
-            conn.send("resumed")
 
 
 # --- measurement helpers ------------------------------------------------------------------
@@ -395,7 +190,7 @@ def run(args) -> dict:
         sys.setswitchinterval(args.switch_interval)
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    server = context.Process(target=_serve, args=(child, args.nodes, args.pods, args.seed, args.fake_nice), daemon=True)
+    server = context.Process(target=serve_fake, args=(child, args.nodes, args.pods, args.seed, args.fake_nice), daemon=True)
     t0 = time.monotonic()
     server.start()
     info = parent.recv()
@@ -626,130 +421,6 @@ def main(argv=None) -> int:
     if not args.no_write:
         write_section(REPO / "benchmarks" / "RESULTS.md", result)
     return 0
-
-
-# --- benchmarks/RESULTS.md -------------------------------------------------------------------
-
-SECTION = "## Watch churn"
-
-
-def _verdict(ok: bool) -> str:
-    return "met" if ok else "**MISSED**"
-
-
-def section_text(r: dict) -> str:
-    t, m = r["targets"], r["machine"]
-    quiet, churn = r["slowest_1pct_quiet"], r["slowest_1pct_churn"]
-    lines = [
-        SECTION,
-        "",
-        f"Written by `benchmarks/watch_churn.py`. **Date:** {r['date']}. **Machine:** {m['nproc']} cores "
-        f"(nproc), {m['cpu']}, Python {m['python']}; 1-minute load average {m['load_avg_1m_at_start']} at the "
-        "start. Other engineers' tests and benchmarks share these 2 cores, so the latency figures are noisy and "
-        "biased upwards; rerun the command on a quiet machine to compare.",
-        "",
-        f"**Command:** `{r['command']}`",
-        "",
-        f"The fake API server (tests/fakekube.py) runs in a child process at nice +{r['fake_nice']} (it stands in "
-        "for a remote "
-        "API server); the measured process holds only the estimator side: the real kubernetes client, "
-        f"WatchClusterState with --kube-api-qps {r['qps']:g} / --kube-api-burst {r['burst']} and pages of "
-        f"{r['page_size']}, the ClusterCache, and an estimate loop (train-small MaxAvailableComponentSets: master "
-        "1 x {1 cpu, 2Gi}, worker 4 x {4 cpu, 16Gi, 1 GPU}, best packing) at "
-        f"{r['estimates_per_s']:g} estimates/s on `state.snapshot()`. Pods are API-server-sized (~3.8 KB of JSON "
-        "with managedFields); a quarter of the nodes have 8 GPUs.",
-        "",
-        "| target | measured | verdict |",
-        "|---|---|---|",
-        f"| initial sync of {r['nodes']:,} nodes + {r['pods']:,} pods ≤ 20 s | {r['initial_sync_s']} s wall "
-        f"({r['initial_sync_cpu_s']} s CPU, {r['list_pages']} list pages) | {_verdict(t['initial_sync_le_20s'])} |",
-        f"| ≥ 10,000 events/s applied | {r['events_per_s_applied_sustained']:,}/s sustained (lowest of "
-        f"{r['rounds']} rounds of {r['churn_seconds']:g} s; first round: lag {r['lag_events_at_churn_end']:,} "
-        f"events at the end, caught up in {r['catch_up_s']} s); {r['events_per_s_applied_backlog']:,}/s on a "
-        f"{r['backlog_events']:,}-event backlog | {_verdict(t['events_per_s_ge_10000'])} |",
-        f"| steady RSS ≤ 400 MB | {r['rss_mb_churn_steady_max']} MB max over the second half of the churn "
-        f"({r['rss_mb_before_sync']} MB before the sync, {r['rss_mb_synced']} MB synced) | "
-        f"{_verdict(t['rss_le_400mb'])} |",
-        f"| estimate p99 during churn within 2x of quiet | churn p99 {r['estimate_churn_p99_ms']} ms vs quiet p99 "
-        f"{r['estimate_quiet_p99_ms']} ms = {r['estimate_churn_over_quiet_p99']}x, pooled over {r['rounds']} rounds "
-        f"({r['estimates_churn']:,} and {r['estimates_quiet']:,} estimates; per round "
-        f"{', '.join(f'{x}x' for x in r['per_round_churn_over_quiet_p99'])}); p50 {r['estimate_churn_p50_ms']} vs "
-        f"{r['estimate_quiet_p50_ms']} ms | {_verdict(t['churn_p99_within_2x_quiet'])} |",
-        "",
-        f"Churn mix: 35% new pods, 25% deletions, 10% completions (phase Succeeded, which the field selector turns "
-        f"into DELETED), 30% status updates; the generator reached {r['generator_rate']:,} events/s of the "
-        f"{r['churn_rate_target']:,} asked, so the sustained figure is bounded by the generator — the backlog "
-        "figure (watches paused while the events queue, then released) is what the client alone sustains. "
-        "Initial-sync time spent waiting for the QPS token bucket: "
-        + ", ".join(f"{kind} {seconds:g} s" for kind, seconds in r["initial_sync_throttled_s"].items()) + ". "
-        f"EstimatePriority paused the reflectors for {r['estimate_priority_paused_s']} s in total.",
-        "",
-        "Collector pauses during the churn phases (all threads): " + ", ".join(
-            f"{g}: {v['count']} collections, longest {v['max_ms']} ms" for g, v in r["gc_during_churn"].items()) + ".",
-        "",
-        "Where the slowest 1% of estimates spent their time (mean ms: wall = own CPU + waiting for a CPU + "
-        "blocked on the interpreter lock or the cache lock):",
-        "",
-        "| phase | estimates | wall | own CPU | run queue | blocked |",
-        "|---|---|---|---|---|---|",
-        f"| quiet | {quiet['count']} of {r['estimates_quiet']} | {quiet['wall_ms']} | {quiet['own_cpu_ms']} | "
-        f"{quiet['run_queue_ms']} | {quiet['blocked_ms']} |",
-        f"| churn | {churn['count']} of {r['estimates_churn']} | {churn['wall_ms']} | {churn['own_cpu_ms']} | "
-        f"{churn['run_queue_ms']} | {churn['blocked_ms']} |",
-        "",
-    ]
-    lines += profile_notes(r)
-    return "\n".join(lines) + "\n"
-
-
-def profile_notes(r: dict) -> list[str]:
-    """Why the figures are what they are. Every number here is this run's (or follows from
-    its settings); the measurements behind each past step are in the commits that made it."""
-    kinds = len(r["initial_sync_throttled_s"])  # one watch per kind
-    requests = r["list_pages"] + kinds
-    floor = max(requests - r["burst"], 0) / r["qps"] if r["qps"] > 0 else 0.0
-    young = r["gc_during_churn"]["gen0"]
-    ratios = ", ".join(f"{x}x" for x in r["per_round_churn_over_quiet_p99"])
-    return [
-        "What shapes these numbers (each step is in estimator/watch/ with the reason next to it):",
-        "",
-        "- *Initial sync.* With CPython's default collector every full collection walks every tracked object in "
-        "the process (modules, the kubernetes client's models, numba, the cache: "
-        f"{r['gc_objects_after_sync']:,} objects after this run's sync), and each list page of fresh containers "
-        "set one off. `WatchClusterState` runs `gc.collect(); gc.freeze()` at start and after the first full "
-        "sync, and list pages and watch events are parsed with orjson. The wall time is bounded below by the QPS "
-        f"floor: {r['list_pages']} list pages + {kinds} watches through a bucket of burst {r['burst']} at "
-        f"{r['qps']:g} QPS take at least ({requests} - {r['burst']}) / {r['qps']:g} = {floor:.1f} s of this "
-        f"run's {r['initial_sync_s']} s. A bigger `page_size` (or --kube-api-qps) would shorten it, with "
-        "bigger transient pages.",
-        "- *Estimate latency during churn*, improved in steps found by splitting the slowest estimates into own "
-        "CPU / run queue / blocked (`/proc/thread-self/schedstat`, `time.thread_time`):",
-        "  1. *Blocked on the interpreter lock.* urllib3 decodes a chunked body one chunk (= one event) at a "
-        "time, so the pod reflector released and re-took the interpreter lock on every socket read, and an "
-        "estimate that had released it (numba kernels, numpy) lost the race to get it back. Watch bodies are "
-        "decoded from the socket's buffered reader in large reads (`kubeclient.WatchStream._chunked_lines`), "
-        "and `EstimatePriority` pauses reflectors for a short window after an estimate starts, within a cap on "
-        f"its share of wall time (this run: {r['estimate_priority_paused_s']} s of pauses in total). Lowering "
-        "`sys.setswitchinterval` alone did not help.",
-        "  2. *Snapshot rebuilds.* Under churn every estimate found the cache changed and rebuilt the snapshot "
-        "and its node masks; a publisher thread rebuilds it while the cache moves and estimates take the "
-        "published one (at most `snapshot_max_lag` behind the cache).",
-        "  3. *Young-collection spikes.* Churn keeps CPython's generation-0 allocation count flat (a new pod "
-        "record is balanced by a freed old one), so new records piled up in generation 0 unexamined until a rare "
-        "young collection walked them all. The pod reflector collects generation 0 every "
-        f"`ReflectorOptions.young_gc_every` events: this run, {young['count']:,} young collections during the "
-        f"churn phases, the longest {young['max_ms']} ms.",
-        "  4. What is left in the slowest 1% is in the table above; its *run queue* column is time spent waiting "
-        f"for one of the {r['machine']['nproc']} cores, shared with the fake API server and other jobs. The "
-        f"verdict is on the pooled rounds (this run's per-round ratios: {ratios}).",
-        "- *Next step* if the churn p99 must hold on a busier machine: decode events in a separate process, "
-        "leaving only the cache updates in the estimator's interpreter.",
-    ]
-
-
-def write_section(path: Path, result: dict) -> None:
-    """Replace (or append) this benchmark's section, keeping every other section verbatim."""
-    replace_section(path, SECTION, section_text(result))
 
 
 if __name__ == "__main__":
