@@ -22,8 +22,8 @@ def section_text(r: dict) -> str:
         "",
         f"Written by `benchmarks/watch_churn.py`. **Date:** {r['date']}. **Machine:** {m['nproc']} cores "
         f"(nproc), {m['cpu']}, Python {m['python']}; 1-minute load average {m['load_avg_1m_at_start']} at the "
-        "start. Other engineers' tests and benchmarks share these 2 cores, so the latency figures are noisy and "
-        "biased upwards; rerun the command on a quiet machine to compare.",
+        f"start. Other engineers' tests and benchmarks share these {m['nproc']} cores, so the latency figures "
+        "are noisy and biased upwards; rerun the command on a quiet machine to compare.",
         "",
         f"**Command:** `{r['command']}`",
         "",
