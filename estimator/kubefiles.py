@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 import yaml
 
+from estimator.jsonitems import iter_items, split_items
+
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Smaller JSON lists are parsed whole: their objects fit in memory anyway, and it is quicker.
+STREAM_FROM_BYTES = 4 << 20
 
 
 class ObjectFileError(ValueError):
@@ -29,13 +33,41 @@ class ObjectFileError(ValueError):
 
 def read_objects(path: str | Path) -> list[Any]:
     """Every object in the file at `path`, `*List` items expanded; [] for an empty file."""
+    return list(iter_objects(path))
+
+
+def iter_objects(path: str | Path, stream_from: int = STREAM_FROM_BYTES) -> Iterator[Any]:
+    """`read_objects` one object at a time: a JSON `*List` of at least `stream_from` bytes is
+    parsed a slice of items at a time (estimator.jsonitems), so its objects need not all
+    exist at once; the rest is parsed whole. A broken slice raises the whole document's
+    error (objects before it may have been yielded already)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise ObjectFileError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         raise ObjectFileError(path, f"cannot read: {err}") from None
-    return parse_objects(text, path)
+    split = split_items(raw) if len(raw) >= stream_from else None
+    kind = str(split[0].get("kind", "")) if split else ""
+    if split is None or not kind.endswith("List"):
+        yield from parse_objects(_decode(raw, path), path)
+        return
+    item_kind = kind[: -len("List")]
+    try:
+        for item in iter_items(raw, split[1]):
+            if item_kind and isinstance(item, dict) and "kind" not in item:
+                item["kind"] = item_kind
+            yield item
+    except orjson.JSONDecodeError:
+        _documents(_decode(raw, path), path)  # raises the whole document's error
+        raise ObjectFileError(path, "invalid JSON") from None
+
+
+def _decode(raw: bytes, path: str | Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ObjectFileError(path, f"cannot read: {err}") from None
 
 
 def parse_objects(text: str, path: str | Path = "<text>") -> list[Any]:

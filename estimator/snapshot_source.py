@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from estimator import gccontrol
 from estimator.cache import KINDS, ClusterCache
 from estimator.errors import SnapshotError
-from estimator.kubefiles import ObjectFileError, read_objects
+from estimator.kubefiles import ObjectFileError, iter_objects
 from estimator.resources import QuantityError
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,12 @@ def _describe(obj: Any, index: int) -> str:
 
 def _load_file(cache: ClusterCache, path: Path) -> int:
     try:
-        objects = read_objects(path)
+        return _load_objects(cache, path, iter_objects(path))
     except ObjectFileError as err:
         raise SnapshotError(str(err)) from None
+
+
+def _load_objects(cache: ClusterCache, path: Path, objects) -> int:
     ignored: Counter[str] = Counter()
     loaded = 0
     for index, obj in enumerate(objects):
