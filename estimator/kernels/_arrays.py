@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._arith import INT64_MAX as _INT64_MAX
+
 MAX_UPPER = 2**31 - 1
-_INT64_MAX = np.iinfo(np.int64).max
 
 
 class Packing(NamedTuple):

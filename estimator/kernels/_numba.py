@@ -8,15 +8,18 @@ wrappers validate shapes before any kernel runs).
 numba reads NUMBA_CACHE_DIR when it is first imported, so the directory is chosen here,
 before the import (`default_cache_dir` says where and why; `--help` prints it).
 
-numba keys a cached function on its own source file only: a kernel that called an
-`@kernel` function from another module would keep the old copy of that callee after an
-edit. Kernels therefore only call helpers from their own module; modules talk to
-each other through the Python wrappers.
+numba keys a cached function on its own source file only: a kernel that calls an
+`@kernel` function from another module (the shared fit arithmetic in `_arith`) would keep
+the old copy of that callee after an edit. So the chosen directory gets one subdirectory
+per version of the kernel sources (`source_tag`: a hash of every module of this package),
+and any edit to any kernel module compiles every kernel afresh. A directory that already
+ends in the current tag (inherited by a child process) is used as it is.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -48,8 +51,22 @@ def default_cache_dir(environ: Mapping[str, str], checkout: Path | None, venv: P
     return os.path.join(home, ".cache", "karmada-estimator", "numba"), "XDG default, ~/.cache"
 
 
-CACHE_DIR, CACHE_DIR_REASON = default_cache_dir(
+def source_tag(package: Path | str = Path(__file__).resolve().parent) -> str:
+    """"src-" + a hash of the name and bytes of every .py module in the kernels package."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(package).glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return "src-" + digest.hexdigest()[:16]
+
+
+def keyed_cache_dir(base: str, tag: str) -> str:
+    """`base`/`tag`, unless `base` already ends in `tag`."""
+    return base if os.path.basename(os.path.normpath(base)) == tag else os.path.join(base, tag)
+
+
+_BASE_DIR, CACHE_DIR_REASON = default_cache_dir(
     os.environ, _CHECKOUT, Path(sys.prefix) if sys.prefix != sys.base_prefix else None)
+CACHE_DIR = keyed_cache_dir(_BASE_DIR, source_tag())
 os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
 if "numba" in sys.modules:  # someone imported numba first: make it see the directory anyway
     sys.modules["numba"].core.config.reload_config()
@@ -57,8 +74,8 @@ if "numba" in sys.modules:  # someone imported numba first: make it see the dire
 
 def cache_note() -> str:
     """One line for --help: where compiled kernels are kept, and how to move them."""
-    return (f"Compiled kernels are cached in {CACHE_DIR}\n({CACHE_DIR_REASON}; "
-            "set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it).")
+    return (f"Compiled kernels are cached in {CACHE_DIR}\n({CACHE_DIR_REASON}, one subdirectory per version of "
+            "the kernel sources; set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it).")
 
 
 import numba  # noqa: E402  (must follow the cache-dir default above)

@@ -52,12 +52,12 @@ import itertools
 import numpy as np
 
 from ._arrays import Packing, problem, readonly
+from ._arith import INT64_MAX
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
 from .fit import bounds, component_bound
 from .witness import _verify
 
-INT64_MAX = np.iinfo(np.int64).max
 
 # Node orders (see the module docstring).
 LEAST_CONTENDED_WORST_FIT = 0

@@ -41,41 +41,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import Packing, problem, readonly
+from ._arith import SMALL, capped_quotient, take
 from ._numba import kernel
 
-# Products of two values up to 2**31 - 1 fit in int64: multiply-and-compare then replaces a
-# division on the common path.
-_SMALL = 2**31 - 1
-# So do a value below 2**16 and one below 2**47 (memory requests in bytes are above 2**31,
-# a fit bounded by the pod slots is below 2**16).
-_FEW, _HUGE = 2**16, 2**47
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
 _NO_NODE_ORDER = np.zeros((0, 0), dtype=np.int64)
 _NO_LENGTHS = np.zeros(0, dtype=np.int64)
-
-
-@kernel(inline="always")
-def _take(available: np.ndarray, requests: np.ndarray, c: int, n: int, want: int) -> int:
-    """min(want, fit of one replica of c on n).
-
-    Divides only in a column that binds and asks for more than 1 unit: int64 division is
-    the slowest instruction on this path.
-    """
-    f = want
-    for k in range(available.shape[1]):
-        r = requests[c, k]
-        if r > 0:
-            a = available[n, k]
-            if a < r:
-                return 0
-            if r == 1:
-                f = min(f, a)
-            elif (f > _SMALL or r > _SMALL) and (f >= _FEW or r >= _HUGE):
-                f = min(f, a // r)
-            elif f * r > a:
-                f = a // r
-    return f
 
 
 @kernel(inline="always")
@@ -102,7 +74,7 @@ def _fill(
     while p < length:
         n = node_order[c, p] if ordered else p
         if masks[c, n]:
-            f = _take(available, requests, c, n, remaining)
+            f = take(available, requests, c, n, remaining)
             if f > 0:
                 for k in range(available.shape[1]):
                     available[n, k] -= f * requests[c, k]
@@ -175,13 +147,7 @@ def _bulk(
                         members += 1
             demand[i, k] = d
             if d > 0:
-                a = available[n, k]
-                if d == 1:
-                    t = min(t, a)
-                elif (t > _SMALL or d > _SMALL) and (t >= _FEW or d >= _HUGE):
-                    t = min(t, a // d)
-                elif t * d > a:
-                    t = a // d
+                t = capped_quotient(t, available[n, k], d)
         if t == 0:
             if members > 1:
                 return 0  # components sharing a node that is full: the next set is by hand
@@ -209,7 +175,7 @@ def _bulk(
     for i in range(n_movers - 1):
         c = movers[i]
         r = replicas[c]
-        if r > _SMALL:
+        if r > SMALL:
             return 0
         end = pointer[movers[i + 1]]
         need = s * r
@@ -217,7 +183,7 @@ def _bulk(
         p = pointer[c]
         while p < end and room < need:
             if masks[c, p]:
-                f = _take(available, requests, c, p, need - room)
+                f = take(available, requests, c, p, need - room)
                 if f > 0:
                     if mark[p] == stamp:
                         break  # a stationary node it could use: its region ends here
@@ -232,7 +198,7 @@ def _bulk(
         # replicas of the incomplete set are given back and s drops to what it completed.
         c = movers[n_movers - 1]
         r = replicas[c]
-        if r > _SMALL:
+        if r > SMALL:
             return 0
         length = lengths[c] if ordered else n_nodes
         start = pointer[c]
@@ -245,7 +211,7 @@ def _bulk(
         while p < length:
             n = node_order[c, p] if ordered else p
             if masks[c, n]:
-                f = _take(available, requests, c, n, remaining)
+                f = take(available, requests, c, n, remaining)
                 if f > 0:
                     if mark[n] == stamp:
                         break
@@ -376,7 +342,7 @@ def _first_fit(
             while p < length:
                 n = node_order[c, p] if ordered else p
                 if masks[c, n]:
-                    f = _take(available, requests, c, n, remaining)
+                    f = take(available, requests, c, n, remaining)
                     if f > 0:
                         for k in range(n_cols):
                             available[n, k] -= f * requests[c, k]

@@ -9,29 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
+from ._arith import INT64_MAX, capped_quotient, row_fit
 from ._numba import kernel
 
-INT64_MAX = np.iinfo(np.int64).max
-_SMALL = 2**31 - 1  # two values up to this multiply without overflow
-_FEW, _HUGE = 2**16, 2**47  # and so do one below 2**16 and one below 2**47
 
-
-@kernel
+@kernel(inline="always")
 def _node_fit(available: np.ndarray, n: int, request: np.ndarray) -> int:
-    # Divide only in a column that binds and asks for more than one unit (pods and most
-    # extended resources ask for 1): int64 division dominates this loop otherwise.
-    best = INT64_MAX
-    for k in range(available.shape[1]):
-        r = request[k]
-        if r > 0:
-            a = available[n, k]
-            if r == 1:
-                best = min(best, a)
-            elif (best > _SMALL or r > _SMALL) and (best >= _FEW or r >= _HUGE):
-                best = min(best, a // r)
-            elif best * r > a:
-                best = a // r
-    return best
+    return row_fit(available, n, request, INT64_MAX)
 
 
 @kernel
@@ -122,13 +106,7 @@ def _bounds(
                     usable = INT64_MAX if part > INT64_MAX - usable else usable + part
             supply[k] = _add(supply[k], min(usable, available[n, k]))
             if 0 < smallest < INT64_MAX and node_slots > 0:
-                a = available[n, k]
-                if smallest == 1:
-                    node_slots = min(node_slots, a)
-                elif (node_slots > _SMALL or smallest > _SMALL) and (node_slots >= _FEW or smallest >= _HUGE):
-                    node_slots = min(node_slots, a // smallest)
-                elif node_slots * smallest > a:
-                    node_slots = a // smallest
+                node_slots = capped_quotient(node_slots, available[n, k], smallest)
         slots[0] = _add(slots[0], node_slots)
     bound = upper
     for c in range(n_comp):

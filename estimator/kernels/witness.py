@@ -7,10 +7,9 @@ import operator
 import numpy as np
 
 from ._arrays import amounts, problem, readonly
+from ._arith import INT64_MAX, SMALL
 from ._numba import kernel
 
-INT64_MAX = np.iinfo(np.int64).max
-_SMALL = 2**31 - 1  # two values up to this multiply without overflow
 
 
 @kernel
@@ -44,7 +43,7 @@ def _verify(
                 r = requests[c, k]
                 if x > 0 and r > 0:
                     # x * r may overflow int64: multiply only when both are small.
-                    if x > _SMALL or r > _SMALL:
+                    if x > SMALL or r > SMALL:
                         if x > left // r:
                             return False
                     elif x * r > left:
