@@ -67,11 +67,11 @@ print(json.dumps({"step": "kubernetes loaded", "value": "kubernetes" in sys.modu
 """
 
 # Loading a member file in-process, optionally with the strings a pod record keeps copied out
-# of the parsed document: a proposed change to estimator/cache.py, patched in here to measure it.
+# of the parsed document: a proposed change to estimator/records.py, patched in here to measure it.
 _LOADER_PROBE = r"""
 import dataclasses, json, sys, time
 from estimator import procmem
-import estimator.cache as cache
+import estimator.records as cache
 path, copy, trim = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 if copy:
     original = cache.pod_record
@@ -344,7 +344,7 @@ def write_section(result: dict) -> str:
                   "RssAnon after the load minus before. The records the cache keeps are a fraction of it (tracemalloc "
                   "counts ~7 MB live at 1k nodes); the rest is the parsed document's memory, freed but not returned. "
                   "The last row is a proposed change measured by patching it into the probe: "
-                  "`estimator.cache.pod_record` keeps copies of the strings it shares with the parsed document "
+                  "`estimator.records.pod_record` keeps copies of the strings it shares with the parsed document "
                   "(namespace, name, node name), which otherwise pin its memory, and PYTHONMALLOC=malloc lets "
                   "malloc_trim return free 4 KiB pages (pymalloc only returns whole 1 MiB arenas):", "",
                   "| nodes | pods | loader | anon growth MB | RSS MB | peak MB | load s (CPU s) | load |",

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from estimator import gccontrol
-from estimator.cache import KINDS, ClusterCache
+from estimator.cache import ClusterCache
+from estimator.records import KINDS
 from estimator.errors import SnapshotError
 from estimator.kubefiles import ObjectFileError, iter_objects
 from estimator.resources import QuantityError

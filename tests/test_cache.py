@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import GPU, node, pod, quota
-from estimator.cache import ClusterCache, zone_key
+from estimator.cache import ClusterCache
+from estimator.records import zone_key
 from estimator.snapshot import ScopeRequirement
 
 Gi = 2**30

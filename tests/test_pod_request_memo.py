@@ -11,8 +11,9 @@ import copy
 import pytest
 
 from builders import pod
-from estimator import cache as cache_module
-from estimator.cache import REQUEST_SPEC_FIELDS, ClusterCache, pod_record
+from estimator import records as cache_module
+from estimator.cache import ClusterCache
+from estimator.records import REQUEST_SPEC_FIELDS, pod_record
 from estimator.podrequests import pod_spec_requests
 from test_podrequests import CASES
 

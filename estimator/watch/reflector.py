@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from estimator import gccontrol
-from estimator.cache import ClusterCache, parse_object, record_key
+from estimator.cache import ClusterCache
+from estimator.records import parse_object, record_key
 from estimator.model import TERMINAL_POD_PHASES
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
 from estimator.watch.ratelimit import Backoff, TokenBucket
