@@ -38,7 +38,7 @@ from estimator.labels import is_int64
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
-from estimator.resources import MAX_INT32, PODS, QuantityError, is_counted, quantity_to_int
+from estimator.resources import MAX_INT32, PODS, QuantityError, is_counted as _is_counted, quantity_to_int
 
 __all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "remembered",
            "replicas_query", "workload_ref"]
@@ -69,6 +69,9 @@ def _limit(count: int, kind: str, path: str) -> None:
     if count > LIMITS[kind]:
         raise InvalidRequest(path, f"has {count} entries, more than the {LIMITS[kind]} this estimator accepts")
 
+
+# A regular-expression check per name per request; requests repeat the same few names.
+is_counted = functools.lru_cache(maxsize=1024)(_is_counted)
 
 # ---------------------------------------------------------------------------------------
 # Request bodies

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 from estimator.errors import NotReady
@@ -149,7 +149,7 @@ class Estimator:
         outcome = self._memo.get(snapshot, key)
         if outcome is None:
             outcome = self.framework.run_replicas(self._context(snapshot), query)
-            self._memo.put(snapshot, key, replace(outcome, durations={}))
+            self._memo.put(snapshot, key, FrameworkResult(outcome.value, outcome.results))
         return outcome.value, outcome
 
     def max_available_component_sets(self, query: ComponentSetsQuery) -> SetsEstimate:
@@ -161,7 +161,7 @@ class Estimator:
         outcome = self._memo.get(snapshot, key)
         if outcome is None:
             outcome = self.framework.run_components(self._context(snapshot), query)
-            self._memo.put(snapshot, key, replace(outcome, durations={}))
+            self._memo.put(snapshot, key, FrameworkResult(outcome.value, outcome.results))
         names = tuple(c.name for c in query.components)
         replicas = tuple(c.replicas for c in query.components)
         return SetsEstimate(outcome.value, outcome, snapshot, names, replicas)

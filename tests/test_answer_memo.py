@@ -140,3 +140,18 @@ def test_repeats_count_as_requests_but_not_as_plugin_runs():
     assert _samples(metrics, f"{m.SUBSYSTEM}_estimating_request_total") == 3
     plugin_runs = f"{m.SUBSYSTEM}_estimating_plugin_execution_duration_seconds_count"
     assert _samples(metrics, plugin_runs) == 2  # both plugins, once
+
+
+def test_in_flight_usage_never_leaks_into_the_quota_free_amounts_kept_per_snapshot():
+    from estimator.model import AssumedWorkload
+
+    cache = gpu_member((64,))
+    cache.upsert_quota(quota("ml-team", "q").hard("requests.nvidia.com/gpu", 8).used("requests.nvidia.com/gpu", 2)
+                       .build())
+    estimator = Estimator(cache.snapshot, packing="first-fit")
+    in_flight = AssumedWorkload("ml-team", job(2).components)  # 4 GPUs of the 6 free
+    with_assumed = ComponentSetsQuery(job(1).components, "ml-team", (in_flight,))
+    for _ in range(2):
+        assert estimator.max_available_component_sets(with_assumed).sets == 1  # 2 GPUs left / 2 per set
+        assert estimator.max_available_component_sets(job(1)).sets == 3  # 6 GPUs / 2 per set
+        estimator = Estimator(cache.snapshot, packing="first-fit")  # again without the answer memo

@@ -8,11 +8,12 @@ requirements is a PriorityClass requirement the request's priorityClassName sati
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Sequence
 
 from estimator.framework import Code, EstimateContext, PluginResult
 from estimator.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicasQuery
-from estimator.resources import CPU, MAX_INT32, MEMORY, PODS, is_extended
+from estimator.resources import CPU, MAX_INT32, MEMORY, PODS, is_extended as _is_extended
 from estimator.snapshot import QuotaRecord, ScopeRequirement
 
 NAME = "ResourceQuotaEstimator"
@@ -21,6 +22,9 @@ PRIORITY_CLASS_SCOPE = "PriorityClass"
 _REQUESTS_PREFIX = "requests."
 _LIMITS_PREFIX = "limits."
 _POD_COUNT_NAMES = {"pods": PODS, "count/pods": PODS}
+
+# A regular-expression check per resource per request; the names repeat.
+is_extended = functools.lru_cache(maxsize=1024)(_is_extended)
 
 
 def _constrained_name(quota_name: str) -> str | None:
@@ -87,11 +91,12 @@ def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Comp
     return [c for w in assumed if w.namespace == namespace for c in w.components]
 
 
-def _allowed(quota: QuotaRecord, wanted: list[Component], assumed: list[Component]) -> tuple[int, str]:
-    """How many units of `wanted` the quota admits after in-flight usage, and why."""
+def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: list[Component], assumed: list[Component]
+             ) -> tuple[int, str]:
+    """How many units of `wanted` the quota admits after in-flight usage, and why (`free`:
+    the quota's free_amounts, a private copy)."""
     if not wanted:
         return MAX_INT32, ""
-    free = free_amounts(quota)
     for name, amount in _demand(_matching(assumed, quota)).items():
         if name in free:
             free[name] -= amount
@@ -113,9 +118,13 @@ class ResourceQuotaPlugin:
 
     def _estimate(self, ctx: EstimateContext, namespace: str, wanted_for, assumed: list[Component]) -> PluginResult:
         quotas = ctx.snapshot.quotas.get(namespace, ()) if namespace else ()
+        if not quotas:
+            return PluginResult(MAX_INT32)
+        # Free amounts depend only on the snapshot's quotas: worked out once per namespace.
+        free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
         value, reason = MAX_INT32, ""
-        for quota in quotas:
-            allowed, why = _allowed(quota, wanted_for(quota), assumed)
+        for quota, quota_free in zip(quotas, free):
+            allowed, why = _allowed(quota, dict(quota_free), wanted_for(quota), assumed)
             if allowed < value:
                 value, reason = allowed, why
         if value == 0:
