@@ -11,7 +11,8 @@ import threading
 
 from estimator.watch import ReflectorOptions, TokenBucket
 from estimator.watch.kubeclient import Unavailable
-from estimator.watch.reflector import KIND_SPECS, Reflector
+from estimator.watch.reflector import Reflector
+from estimator.watch.specs import KIND_SPECS
 
 GONE = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}
 INTERNAL = {"type": "ERROR", "object": {"kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd"}}

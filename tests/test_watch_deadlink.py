@@ -23,7 +23,8 @@ from estimator.cache import ClusterCache
 from estimator.watch import ReflectorOptions, WatchClusterState
 from estimator.watch.kubeclient import KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, Silent, socket_options
 from estimator.watch.ratelimit import TokenBucket
-from estimator.watch.reflector import KIND_SPECS, Reflector
+from estimator.watch.reflector import Reflector
+from estimator.watch.specs import KIND_SPECS
 from fakekube import FakeKube, pod_object, reference_cache, state_view
 from test_watch import FAST, small_cluster, wait_until
 from test_watch_backoff import FakeClock

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from estimator.cache import ClusterCache
 from estimator.resources import MAX_INT64
 from estimator.watch import ReflectorOptions, TokenBucket
-from estimator.watch.reflector import KIND_SPECS, Reflector
+from estimator.watch.reflector import Reflector
+from estimator.watch.specs import KIND_SPECS
 from fakekube import node_object, pod_object
 from test_watch import available, fake, wait_until, watch  # noqa: F401 - fixtures
 

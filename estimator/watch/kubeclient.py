@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import logging
 import socket
 import ssl
@@ -32,34 +31,11 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
+from estimator.watch.apierrors import ApiError, Gone, KubeConfigError, Silent, Unavailable, _status_message
+
 log = logging.getLogger("estimator.watch")
 
 USER_AGENT = "karmada-accurate-estimator"
-
-
-class KubeConfigError(Exception):
-    """The kubeconfig, --master or in-cluster configuration cannot be used."""
-
-
-class ApiError(Exception):
-    def __init__(self, message: str, status: int = 0, reason: str = ""):
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-
-
-class Gone(ApiError):
-    """410: the resourceVersion or continue token is too old."""
-
-
-class Unavailable(ApiError):
-    """Unreachable, timed out, broken stream, 429 or 5xx: transient, retry with backoff."""
-
-
-class Silent(Unavailable):
-    """A watch neither ended nor delivered a byte within its timeoutSeconds plus a margin
-    (the API server would have closed it by then): the connection is presumed dead, even if
-    TCP never said so."""
 
 
 # TCP keepalive on every API connection: a peer that stops acknowledging (a link that went
@@ -165,20 +141,6 @@ def _trim_tokens(configuration: k8s.Configuration) -> None:
             conf.refresh_api_key_hook = refresh_and_trim
 
         configuration.refresh_api_key_hook = refresh_and_trim
-
-
-def _status_message(body: str | bytes | None) -> str:
-    """The `message` of a metav1.Status body, or the body itself (shortened)."""
-    if not body:
-        return ""
-    try:
-        status = json.loads(body)
-        if isinstance(status, dict) and status.get("message"):
-            return str(status["message"])
-    except (ValueError, TypeError):
-        pass
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-    return text[:200]
 
 
 def _from_api_exception(error: ApiException, what: str) -> ApiError:

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import orjson
@@ -31,80 +29,17 @@ import orjson
 from estimator import gccontrol
 from estimator.cache import ClusterCache
 from estimator.records import parse_object, record_key
-from estimator.model import TERMINAL_POD_PHASES
 from estimator.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
+from estimator.watch.priority import NO_PRIORITY, EstimatePriority
 from estimator.watch.ratelimit import Backoff, TokenBucket
+from estimator.watch.specs import KindSpec, ReflectorOptions, object_key
 
 log = logging.getLogger("estimator.watch")
-
-POD_FIELD_SELECTOR = ",".join(f"status.phase!={phase}" for phase in TERMINAL_POD_PHASES)
 
 # What a malformed object usually raises from the cache's parsers (QuantityError is a
 # ValueError); anything else a parser raises is still that one object's problem and is
 # logged with its traceback, but never stops the stream.
 _MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
-
-
-@dataclass(frozen=True)
-class KindSpec:
-    kind: str
-    namespaced: bool
-    field_selector: str = ""
-
-
-KIND_SPECS: tuple[KindSpec, ...] = (
-    KindSpec("Node", namespaced=False),
-    KindSpec("Pod", namespaced=True, field_selector=POD_FIELD_SELECTOR),
-    KindSpec("ResourceQuota", namespaced=True),
-    KindSpec("ReplicaSet", namespaced=True),
-    KindSpec("Deployment", namespaced=True),
-)
-
-
-def object_key(obj: Any, namespaced: bool):
-    """The cache's key for an object: its name, or (namespace, name) as the cache spells it."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    if not isinstance(name, str) or not name:
-        raise ValueError("metadata.name is missing")
-    return (str(meta.get("namespace") or "default"), name) if namespaced else name
-
-
-@dataclass
-class ReflectorOptions:
-    page_size: int = 500
-    list_timeout: float = 60.0
-    # Every watch asks the API server to end it after timeoutSeconds drawn from
-    # [min_watch_timeout, min_watch_timeout * (1 + watch_timeout_jitter)] (spread so that
-    # estimators do not reconnect in step); it is then resumed from its resourceVersion, a
-    # cheap request the watch cache serves. client-go asks for 5-10 min; ours are short
-    # because the deadline is what proves a quiet link alive (see below).
-    min_watch_timeout: float = 30.0
-    watch_timeout_jitter: float = 0.5
-    # A healthy watch ends by timeoutSeconds (the API server closes it cleanly at its deadline,
-    # and its watch cache sends a bookmark 2 s before), so one that neither ends nor delivers
-    # a byte for timeoutSeconds + read_timeout_margin is presumed dead and replaced through a
-    # fresh connection: a silenced link is noticed within 45 + 5 s whatever the bookmark
-    # interval. (A link that stops acknowledging fails sooner, by TCP keepalive: kubeclient.py.)
-    read_timeout_margin: float = 5.0
-    # A watch that ends sooner than this without a single event counts as a failure.
-    min_watch_seconds: float = 1.0
-    backoff_initial: float = 0.8
-    backoff_cap: float = 30.0
-    # The backoff starts over only after this long without a failure (client-go: 2 min).
-    backoff_reset_after: float = 120.0
-    # A kind failing for this long is logged as an error, then again every loud_every.
-    loud_after: float = 60.0
-    loud_every: float = 300.0
-    # Clock and sleep of the backoff (tests inject a fake clock; wait(stop, s) -> stopped?).
-    clock: Callable[[], float] = time.monotonic
-    wait: Callable[[threading.Event, float], bool] | None = None
-    # Collect the youngest GC generation every this many watch events (0: leave it to
-    # CPython). Churn keeps CPython's allocation count flat (each new pod record is
-    # balanced by a freed old one) while new records pile up in generation 0 unexamined;
-    # left alone, the next young collection walked ~60,000 of them in one 20-30 ms pause.
-    young_gc_every: int = 512
-    rng: random.Random = field(default_factory=random.Random)
 
 
 def _loads(data: bytes):
@@ -114,45 +49,6 @@ def _loads(data: bytes):
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)
-
-
-class EstimatePriority:
-    """Cooperative priority for estimates over event processing.
-
-    Estimates and the list/watch threads share one interpreter lock. A reflector busy with
-    churn holds it ~90% of the time, and an estimate that gives it up (numba kernels and
-    numpy release it) waits for a switch each time it wants it back: under 12,000 events/s
-    that was most of an estimate's p99. So the start of every estimate (the state's
-    snapshot() call) opens a short window in which reflectors pause between events. A
-    budget caps the pauses at `max_share` of wall time, so a flood of estimates cannot
-    starve the watch.
-    """
-
-    def __init__(self, window: float = 0.002, max_share: float = 0.25):
-        self.window = window
-        self.max_share = max_share
-        self.until = 0.0
-        self._budget = 0.05
-        self._last = time.monotonic()
-        self.paused_seconds = 0.0
-
-    def estimate_started(self) -> None:
-        if self.window > 0:
-            self.until = time.monotonic() + self.window
-
-    def pause(self) -> None:
-        """Called by a reflector between objects when `until` is in the future."""
-        now = time.monotonic()
-        self._budget = min(0.05, self._budget + (now - self._last) * self.max_share)
-        self._last = now
-        wait = min(self.until - now, self._budget)
-        if wait > 0.0001:
-            self._budget -= wait
-            self.paused_seconds += wait
-            time.sleep(wait)
-
-
-NO_PRIORITY = EstimatePriority(window=0.0)
 
 
 class _Stopped(Exception):
