@@ -12,6 +12,7 @@ produces its error message.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 import numpy as np
@@ -24,22 +25,23 @@ _OPEN, _CLOSE, _COMMA, _QUOTE, _BACKSLASH = 1, 2, 3, 4, 5
 _CLASSES = np.zeros(256, dtype=np.uint8)
 for _chars, _class in ((b"{[", _OPEN), (b"}]", _CLOSE), (b",", _COMMA), (b'"', _QUOTE), (b"\\", _BACKSLASH)):
     _CLASSES[list(_chars)] = _class
+_NOT_WHITESPACE = re.compile(rb"[^ \t\r\n]")
 _LOOK_BACK = 256  # bytes before an array searched for its `"items":` key
 
 
-def _unescaped(quotes: np.ndarray, backslashes: np.ndarray) -> np.ndarray:
+def _escaped(quotes: np.ndarray, backslashes: np.ndarray) -> np.ndarray:
+    """Which of the quote positions are escaped: an odd run of backslashes ends right before."""
+    escaped = np.zeros(len(quotes), dtype=bool)
     if not len(backslashes) or not len(quotes):
-        return quotes
-    # A quote is escaped when an odd run of backslashes ends right before it.
-    starts = backslashes[np.r_[True, np.diff(backslashes) != 1]]
-    ends = backslashes[np.r_[np.diff(backslashes) != 1, True]]
+        return escaped
+    breaks = np.diff(backslashes) != 1
+    starts, ends = backslashes[np.r_[True, breaks]], backslashes[np.r_[breaks, True]]
     run = np.searchsorted(starts, quotes - 1, side="right") - 1
     ok = run >= 0
-    follows_run = np.zeros(len(quotes), dtype=bool)
-    follows_run[ok] = ends[run[ok]] == quotes[ok] - 1
-    odd = np.zeros(len(quotes), dtype=bool)
-    odd[follows_run] = (quotes[follows_run] - starts[run[follows_run]]) % 2 == 1
-    return quotes[~odd]
+    follows = np.zeros(len(quotes), dtype=bool)
+    follows[ok] = ends[run[ok]] == quotes[ok] - 1
+    escaped[follows] = (quotes[follows] - starts[run[follows]]) % 2 == 1
+    return escaped
 
 
 def _is_items_key(raw: bytes, position: int) -> bool:
@@ -50,21 +52,25 @@ def _is_items_key(raw: bytes, position: int) -> bool:
 def split_items(raw: bytes) -> tuple[dict, list[tuple[int, int]]] | None:
     """(the document without its items, [(start, end) byte range of each item]) for a JSON
     object with one top-level `items` array; None when the text is not that shape."""
-    if raw.lstrip(_WHITESPACE)[:1] != b"{":
+    first = _NOT_WHITESPACE.search(raw)  # (not raw.lstrip(): that would copy the whole file)
+    if first is None or first.group() != b"{":
         return None
     codes = _CLASSES[np.frombuffer(raw, dtype=np.uint8)]
     positions = np.flatnonzero(codes)
     classes = codes[positions]
     del codes
-    quotes = _unescaped(positions[classes == _QUOTE], positions[classes == _BACKSLASH])
-    if len(quotes) % 2:
+    is_quote = classes == _QUOTE
+    backslashes = positions[classes == _BACKSLASH]
+    if len(backslashes):
+        quote_index = np.flatnonzero(is_quote)
+        is_quote[quote_index[_escaped(positions[quote_index], backslashes)]] = False
+    # Outside strings: an even number of unescaped quotes up to the character.
+    quotes_so_far = np.cumsum(is_quote, dtype=np.int32)
+    if quotes_so_far[-1] % 2:
         return None
-    keep = classes <= _COMMA
+    keep = (classes <= _COMMA) & (quotes_so_far % 2 == 0)
     structural, chars = positions[keep], classes[keep]
-    del positions, classes, keep
-    # Outside strings: an even number of unescaped quotes before the character.
-    outside = np.searchsorted(quotes, structural) % 2 == 0
-    structural, chars = structural[outside], chars[outside]
+    del positions, classes, keep, is_quote, quotes_so_far
     step = np.zeros(len(chars), dtype=np.int32)
     step[chars == _OPEN] = 1
     step[chars == _CLOSE] = -1
