@@ -14,7 +14,7 @@ from estimator import convert, metrics as m
 from estimator.errors import InvalidRequest, NotFound, NotReady, Unsupported
 from estimator.estimate import Estimator
 from estimator.framework import FrameworkResult
-from estimator.logsetup import REQUEST_LOGGER
+from estimator.logsetup import REQUEST_LOGGER, request_line
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2, service_pb2_grpc
 
@@ -53,6 +53,19 @@ class _Reasons:
         if self.answers is None:
             return "no nodes"
         return "; ".join(f"{name}={value}" + (f" ({reason})" if reason else "") for name, value, reason in self.answers)
+
+
+class _Witness:
+    """The placement behind an answer, worked out only when the line is formatted (on the
+    log thread): the estimate and its snapshot are immutable."""
+
+    __slots__ = ("estimate",)
+
+    def __init__(self, estimate):
+        self.estimate = estimate
+
+    def __str__(self) -> str:
+        return str(self.estimate.witness())
 
 
 class _Optimality:
@@ -120,8 +133,8 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
-            log.info("MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value, _Reasons(outcome),
-                     (time.perf_counter() - started) * 1e3)
+            request_line(log, logging.INFO, "MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value,
+                         _Reasons(outcome), (time.perf_counter() - started) * 1e3)
         return pb.MaxAvailableReplicasResponse(maxReplicas=value)
 
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
@@ -139,12 +152,12 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         self.metrics.observe_optimality(self.estimator.packing, estimate.sets, bound)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
         if log.isEnabledFor(logging.INFO):
-            log.info("MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms", obj, estimate.sets,
-                     self.estimator.packing, _Optimality(estimate.sets, bound), _Reasons(estimate.outcome),
-                     (time.perf_counter() - started) * 1e3)
+            request_line(log, logging.INFO, "MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms",
+                         obj, estimate.sets, self.estimator.packing, _Optimality(estimate.sets, bound),
+                         _Reasons(estimate.outcome), (time.perf_counter() - started) * 1e3)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("MaxAvailableComponentSets object=%r placement of %d sets: %s", obj, estimate.sets,
-                      estimate.witness())
+            request_line(log, logging.DEBUG, "MaxAvailableComponentSets object=%r placement of %d sets: %s", obj,
+                         estimate.sets, _Witness(estimate))
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
@@ -157,6 +170,6 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self._fail(context, m.TYPE_GET_UNSCHEDULABLE_REPLICAS, obj, error, started)
         self.metrics.observe_request(m.TYPE_GET_UNSCHEDULABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
-            log.info("GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms", obj, count,
-                     (time.perf_counter() - started) * 1e3)
+            request_line(log, logging.INFO, "GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms", obj,
+                         count, (time.perf_counter() - started) * 1e3)
         return pb.UnschedulableReplicasResponse(unschedulableReplicas=count)

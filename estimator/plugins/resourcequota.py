@@ -109,7 +109,8 @@ def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: list[Component], 
         allowed = max(free[name], 0) // per_unit
         if allowed < best:
             best = allowed
-            reason = f"ResourceQuota {quota.namespace}/{quota.name}: {name} free {max(free[name], 0)}, needed {per_unit} each"
+            reason = (f"ResourceQuota {quota.namespace}/{quota.name}: {name} free {max(free[name], 0)}, "
+                      f"needed {per_unit} each")
     return best, reason
 
 
