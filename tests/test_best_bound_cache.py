@@ -106,3 +106,26 @@ def test_best_mode_is_served_the_bound_of_either_mode(monkeypatch):
     assert bounds_called == [1]
     plugin.estimate_components(EstimateContext(fresh, "best"), q)
     assert seen[-1] == first.bound
+
+
+@pytest.mark.parametrize("budget", [0, 1e-4, 0.05, 1.0, None])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_search_too_small_to_start_gives_the_same_answer_without_the_fits_pass(seed, budget):
+    """With the bound known, best mode skips the fits pass when no search step fits its
+    allowance; the answer, bound and work are those of the full path, whatever the budget."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 2000))
+    available = np.zeros((n, 3), dtype=np.int64)  # pods, cpu, gpu
+    free = rng.integers(0, 5, size=n)
+    available[:, 0] = free + rng.integers(0, 3, size=n)
+    available[:, 1] = free * 4000 + rng.integers(0, 9, size=n) * 500
+    available[:, 2] = free
+    requests = np.array([[1, 500, 0], [1, 4000, 1]], dtype=np.int64)
+    replicas = np.array([1, int(rng.integers(1, 9))], dtype=np.int64)
+    masks = rng.random((2, n)) < 0.9
+    fresh = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget)
+    served = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget,
+                               known_bound=fresh.bound)
+    assert (served.sets, served.bound, served.work) == (fresh.sets, fresh.bound, fresh.work)
+    assert np.array_equal(served.placement, fresh.placement)
+    assert naive.first_fit(available, requests, replicas, masks, MAX_INT32)[0] <= served.sets <= served.bound

@@ -288,6 +288,13 @@ class _Search:
                 return
 
 
+def _least_step(masks: np.ndarray) -> int:
+    """A lower bound on the predicted work of the search's first step: any step first
+    builds a candidate's node orders and copies the arrays (and checks a witness), at least
+    three cells per component and node (`_Search._exactly_with`, `_Search._set_by_set`)."""
+    return 3 * masks.shape[0] * masks.shape[1] * _CELL_COST + _STEP_OVERHEAD
+
+
 def best_sets(available, requests, replicas, masks, upper, budget: float | None = None,
               known_bound: int | None = None) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
@@ -321,10 +328,14 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
         quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
         if baseline.sets >= quick:
             return baseline._replace(bound=quick)
+    allowance = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK)
+    if known_bound is not None and (budget == 0 or (allowance is not None and allowance < _least_step(p.masks))):
+        # The search would stop before its first step, so the pass that finds the fits it
+        # needs (as costly as the bound) is skipped too: same answer, same work.
+        return baseline._replace(bound=int(known_bound))
     bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
     if baseline.sets >= bound or budget == 0:
         return baseline._replace(bound=bound)
-    allowance = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK)
     search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance, baseline.work)
     found = search.run()
     return found._replace(bound=bound, work=baseline.work + search.work)
