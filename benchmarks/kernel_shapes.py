@@ -9,12 +9,12 @@ The arrays are exactly what the node-resource plugin hands the kernels
 cached next to the member file (benchmarks/data/, never committed), so a second run skips
 the slow load. Times are this thread's CPU time per call (`time.thread_time`), which other
 work on a shared machine disturbs far less than wall time; p50 and the minimum over
-`--repeat` calls, first-fit getting a fresh copy of `available` per call outside the timed
-region. Also first-fit with its bound (`first_fit_bounded`, what the plugin runs in
-first-fit mode on a shape's first request: both modes then answer with a bound), sets,
-best's bound and work (node visits), best / bounded first-fit, and best with the bound
-cached (what the plugin runs from the second request of a shape on a snapshot on, where
-first-fit mode runs first-fit alone) / first-fit.
+`--repeat` calls, the kernels called in turn, call by call, first-fit getting a fresh copy
+of `available` per call outside the timed region. Also first-fit with its bound
+(`first_fit_bounded`, what the plugin runs in first-fit mode on a shape's first request:
+both modes then answer with a bound), sets, best's bound and work (node visits), best /
+bounded first-fit, and best with the bound cached (what the plugin runs from the second
+request of a shape on a snapshot on, where first-fit mode runs first-fit alone) / first-fit.
 """
 
 from __future__ import annotations
@@ -55,14 +55,18 @@ def shape_arrays(n_nodes: int, seed: int = 1) -> dict[str, tuple[np.ndarray, ...
     return out
 
 
-def _cpu_ms(fn, prepare, repeat: int) -> tuple[float, float]:
-    samples = []
+def _cpu_ms(calls: dict, repeat: int) -> dict[str, tuple[float, float]]:
+    """{name: (p50 ms, min ms)} of this thread's CPU time per call, the calls interleaved
+    call by call (so a burst of load on the shared machine hits every kernel alike).
+    Each call is (prepare, fn): fn(prepare()) is timed, prepare() is not."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeat):
-        arg = prepare()
-        started = time.thread_time()
-        fn(arg)
-        samples.append(time.thread_time() - started)
-    return float(np.median(samples) * 1e3), float(np.min(samples) * 1e3)
+        for name, (prepare, fn) in calls.items():
+            arg = prepare()
+            started = time.thread_time()
+            fn(arg)
+            samples[name].append(time.thread_time() - started)
+    return {name: (float(np.median(v) * 1e3), float(np.min(v) * 1e3)) for name, v in samples.items()}
 
 
 def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
@@ -72,21 +76,21 @@ def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
     for shape, (available, requests, replicas, masks) in shape_arrays(n_nodes).items():
         first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
         best = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget)
-        ff_p50, ff_min = _cpu_ms(lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER),
-                                 available.copy, repeat)
-        bounded_p50, _ = _cpu_ms(lambda a: kernels.first_fit_bounded(a, requests, replicas, masks, UPPER),
-                                 available.copy, repeat)
-        best_p50, best_min = _cpu_ms(lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER,
-                                                                 budget=budget), lambda: None, repeat)
-        # What the plugin runs in best mode from the second request of a shape on a snapshot
-        # on: the bound is cached per snapshot and shape, as in first-fit mode.
-        cached_p50, _ = _cpu_ms(lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER,
-                                                            budget=budget, known_bound=best.bound),
-                                lambda: None, repeat)
-        rows.append({"best_cached_ms_p50": cached_p50, "nodes": n_nodes, "shape": shape, "first_fit_sets": first_fit.sets, "best_sets": best.sets,
+        nothing = lambda: None  # noqa: E731
+        ms = _cpu_ms({
+            "first_fit": (available.copy, lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER)),
+            "bounded": (available.copy, lambda a: kernels.first_fit_bounded(a, requests, replicas, masks, UPPER)),
+            "best": (nothing, lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget)),
+            # What the plugin runs in best mode from the second request of a shape on a
+            # snapshot on: the bound is cached per snapshot and shape, as in first-fit mode.
+            "best_cached": (nothing, lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER,
+                                                                 budget=budget, known_bound=best.bound)),
+        }, repeat)
+        rows.append({"nodes": n_nodes, "shape": shape, "first_fit_sets": first_fit.sets, "best_sets": best.sets,
                      "bound": best.bound, "first_fit_work": first_fit.work, "best_work": best.work,
-                     "first_fit_ms_p50": ff_p50, "first_fit_ms_min": ff_min, "bounded_ms_p50": bounded_p50,
-                     "best_ms_p50": best_p50, "best_ms_min": best_min})
+                     "first_fit_ms_p50": ms["first_fit"][0], "first_fit_ms_min": ms["first_fit"][1],
+                     "bounded_ms_p50": ms["bounded"][0], "best_ms_p50": ms["best"][0], "best_ms_min": ms["best"][1],
+                     "best_cached_ms_p50": ms["best_cached"][0]})
     return rows
 
 
