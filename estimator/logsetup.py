@@ -114,6 +114,7 @@ class KlogTextFormatter(logging.Formatter):
     def __init__(self, skip_headers: bool = False, add_dir_header: bool = False):
         super().__init__()
         self.skip_headers, self.add_dir_header = skip_headers, add_dir_header
+        self._second = (None, "")  # (epoch second, its "MMDD hh:mm:ss"): lines share seconds
 
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
@@ -123,7 +124,11 @@ class KlogTextFormatter(logging.Formatter):
             text += "\n" + record.stack_info
         if self.skip_headers:
             return text
-        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created))
+        second, stamp = self._second
+        if second != int(record.created):
+            second = int(record.created)
+            stamp = time.strftime("%m%d %H:%M:%S", time.localtime(second))
+            self._second = (second, stamp)
         micros = int((record.created % 1) * 1_000_000)
         letter = "I" if record.levelno < logging.WARNING else record.levelname[:1]  # klog: I W E F only
         return (f"{letter}{stamp}.{micros:06d} {record.process:7d} "
