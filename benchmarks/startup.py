@@ -34,6 +34,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -448,7 +449,7 @@ def write_section(result: dict) -> str:
     if SECTION in text:
         start = text.index(SECTION)
         nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[nxt + 1:] if nxt >= 0 else "")
+        text = text[:start] + section.rstrip("\n") + ("\n\n" + text[nxt + 1:] if nxt >= 0 else "\n")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     text_path.write_text(text)
@@ -470,7 +471,7 @@ def main(argv=None) -> int:
     if args.render_only:
         print(write_section(json.loads(out.read_text())))
         return 0
-    command = "python -m benchmarks.startup" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    command = "python -m benchmarks.startup " + shlex.join(argv if argv is not None else sys.argv[1:])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
     meta = {"command": command.strip(), "commit": commit.strip(),
             "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}", "cpus": os.cpu_count()}
