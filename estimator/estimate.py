@@ -11,7 +11,6 @@ A new snapshot (any watch event or reload) starts an empty memo.
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -34,27 +33,29 @@ ANSWERS_PER_SNAPSHOT = 16
 class _AnswerMemo:
     """Answers for the newest snapshot asked about, by request; the oldest goes first when
     full. It holds the snapshot weakly (an answer never refers to it), so a replaced snapshot
-    is freed as soon as the cache lets go of it."""
+    is freed as soon as the cache lets go of it. No lock (the core starts no threads and
+    takes none): (snapshot, answers) is swapped as one tuple, and under concurrent puts the
+    memo may briefly hold a few answers more than its size."""
 
     def __init__(self, size: int = ANSWERS_PER_SNAPSHOT):
         self._size = size
-        self._lock = threading.Lock()
-        self._snapshot = None  # weakref.ref to the snapshot the answers belong to
-        self._answers: dict = {}
+        self._state: tuple = (None, {})  # (weakref.ref to the snapshot, {key: answer})
 
     def get(self, snapshot: ClusterSnapshot, key):
-        with self._lock:
-            if self._snapshot is None or self._snapshot() is not snapshot:
-                return None
-            return self._answers.get(key)
+        ref, answers = self._state
+        return answers.get(key) if ref is not None and ref() is snapshot else None
 
     def put(self, snapshot: ClusterSnapshot, key, answer) -> None:
-        with self._lock:
-            if self._snapshot is None or self._snapshot() is not snapshot:
-                self._snapshot, self._answers = weakref.ref(snapshot), {}
-            elif len(self._answers) >= self._size:
-                del self._answers[next(iter(self._answers))]
-            self._answers[key] = answer
+        ref, answers = self._state
+        if ref is None or ref() is not snapshot:
+            answers = {}
+            self._state = (weakref.ref(snapshot), answers)
+        while len(answers) >= self._size:
+            try:
+                answers.pop(next(iter(answers)), None)
+            except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
+                break
+        answers[key] = answer
 
 
 def default_framework() -> Framework:

@@ -155,3 +155,34 @@ def test_in_flight_usage_never_leaks_into_the_quota_free_amounts_kept_per_snapsh
         assert estimator.max_available_component_sets(with_assumed).sets == 1  # 2 GPUs left / 2 per set
         assert estimator.max_available_component_sets(job(1)).sets == 3  # 6 GPUs / 2 per set
         estimator = Estimator(cache.snapshot, packing="first-fit")  # again without the answer memo
+
+
+def test_concurrent_requests_on_changing_snapshots_get_their_own_answers():
+    import threading
+
+    cache = gpu_member((64,))
+    estimator = Estimator(cache.snapshot, packing="first-fit")
+    wrong: list = []
+
+    def ask(offset: int) -> None:
+        for i in range(150):
+            g = 1 + (i + offset) % (ANSWERS_PER_SNAPSHOT + 4)
+            estimate = estimator.max_available_component_sets(job(g))
+            snapshot = estimate.snapshot  # one node: a set is 2 pods, 200m cpu and 2g GPUs
+            free = {name: int(snapshot.available[0, snapshot.column(name)])
+                    for name in ("pods", "cpu", "nvidia.com/gpu")}
+            expected = min(free["pods"] // 2, free["cpu"] // 200, free["nvidia.com/gpu"] // (2 * g))
+            if estimate.sets != expected:
+                wrong.append((g, estimate.sets, expected))
+
+    def churn() -> None:
+        for i in range(20):
+            cache.upsert_pod(pod("ml-team", f"p{i}").on("gpu-0").requests(cpu="10m", **{"nvidia.com/gpu": "1"}).build())
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(4)] + [threading.Thread(target=churn)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+    assert estimator.max_available_component_sets(job(1)).sets == 22  # 44 GPUs left after the 20 pods
