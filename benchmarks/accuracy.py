@@ -5,13 +5,13 @@ small integer units (so the exhaustive search stays fast), GPUs fragmented (0-8 
 node), and random node masks standing in for selectors/taints (a component may use a node
 with probability 0.85). Per member:
 
-- `optimum`: tests/naive.exhaustive (depth-first over every aggregated placement);
+- `optimum`: tests/support/naive.exhaustive (depth-first over every aggregated placement);
 - `first-fit` and `best`: the public kernels (estimator.kernels), the same calls the
   node-resource plugin makes;
-- every witness placement (both modes) is re-checked by tests/naive.verify, which shares
+- every witness placement (both modes) is re-checked by tests/support/naive.verify, which shares
   no code with the kernels; an answer above the optimum or a witness that fails the check
   is an OVER-PROMISE (must be 0);
-- first-fit must also equal tests/naive.first_fit (Karmada's rescan, literally).
+- first-fit must also equal tests/support/naive.first_fit (Karmada's rescan, literally).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from estimator import kernels
 
-from tests import naive  # the independent oracle
+from tests.support import naive  # the independent oracle
 
 UPPER = 2**31 - 1
 

@@ -27,11 +27,11 @@ def _full_collection_ms() -> float:
 
 def main(argv: list[str]) -> int:
     from estimator import kernels
-    from estimator.snapshot_source import load_snapshot
+    from estimator.cluster.files import load_object_files
 
     kernels.warmup()
     baseline = _full_collection_ms()
-    cache = load_snapshot(argv)
+    cache = load_object_files(argv)
     snapshot = cache.snapshot()
     loaded = _full_collection_ms()
     out = {"baseline_ms": baseline, "loaded_ms": loaded, "tracked_objects": len(gc.get_objects()),

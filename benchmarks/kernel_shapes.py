@@ -46,10 +46,10 @@ def shape_arrays(n_nodes: int, seed: int = 1) -> dict[str, tuple[np.ndarray, ...
         with np.load(cache) as data:
             return {shape: tuple(data[f"{shape}/{f}"] for f in _FIELDS) for shape in SHAPES}
     from benchmarks.run import plugin_arrays
-    from estimator.snapshot_source import load_snapshot
+    from estimator.cluster.files import load_object_files
 
     path, _ = members.ensure(spec)
-    snapshot = load_snapshot([path]).snapshot()
+    snapshot = load_object_files([path]).snapshot()
     out = {shape: plugin_arrays(snapshot, query) for shape, (_, query) in SHAPES.items()}
     np.savez(cache, **{f"{shape}/{f}": a for shape, arrays in out.items() for f, a in zip(_FIELDS, arrays)})
     return out

@@ -9,10 +9,10 @@ What runs, each in its own process:
   plus a Deployment with two pods stuck Pending (for GetUnschedulableReplicas);
 - churn, one run each (`--churn both`, the default) or one of
   * `watch` (the production path): a fake Kubernetes API server
-    (tests/fakekube.py) serving the member to the estimator's list/watch, creating and
+    (tests/support/fakekube.py) serving the member to the estimator's list/watch, creating and
     deleting pods bound to random nodes at --rate events/s and relabelling a node every
     few seconds, for the whole run;
-  * `reload`: the member as --snapshot files; every --reload-interval seconds a second
+  * `reload`: the member as --objects files; every --reload-interval seconds a second
     file with a new set of pods is written and the estimator gets SIGHUP;
 - the estimator, with the flags the manifests use (--max-concurrent-requests 64,
   --parallelism 16), gRPC on loopback;
@@ -53,12 +53,12 @@ from benchmarks.members import MemberSpec, ensure
 from benchmarks.load_report import RESULTS, SECTION, section, write_section
 from benchmarks.resultsmd import percentile
 from benchmarks.shapes import NAMESPACE, SHAPES
-from estimator import model
+from estimator.core import model
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2
 from scheduler_client import wire
 from scheduler_client.launch import free_port
-from tests import fakekube  # the fake API server (tests and benchmarks)
+from tests.support import fakekube  # the fake API server (tests and benchmarks)
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
@@ -233,7 +233,7 @@ def scrape(port: int) -> dict[str, float]:
 
 
 class Reloader:
-    """`reload` churn: rewrite the second snapshot file with new pods, then SIGHUP."""
+    """`reload` churn: rewrite the second object file with new pods, then SIGHUP."""
 
     def __init__(self, path: Path, nodes: list[str], interval: float, pods: int, seed: int):
         self.path, self.nodes, self.interval, self.pods = path, nodes, interval, pods
@@ -309,7 +309,7 @@ def run(args, argv: list[str]) -> dict:
     else:
         nodes = [o["metadata"]["name"] for o in json.loads(path.read_text())["items"] if o["kind"] == "Node"]
         reloader = Reloader(work / "churn.json", nodes, args.reload_interval, args.churn_pods, args.seed)
-        flags += ["--snapshot", str(path), "--snapshot", str(reloader.path)]
+        flags += ["--objects", str(path), "--objects", str(reloader.path)]
     log_path = work / f"estimator-{args.churn}.log"
     with log_path.open("w") as log_file:
         estimator = subprocess.Popen([sys.executable, "-m", "estimator", *flags], cwd=REPO, stdout=log_file,

@@ -18,12 +18,12 @@ def _run_text(result: dict) -> list[str]:
     changed = sum(1 for n in distinct.values() if n > 1)
     if result["churn_mode"] == "watch":
         title = "Watch churn (list/watch, the production path)"
-        churn_text = (f"a fake API server (tests/fakekube.py) fed the estimator's list/watch; during the run "
+        churn_text = (f"a fake API server (tests/support/fakekube.py) fed the estimator's list/watch; during the run "
                       f"{churn.get('pod_created', 0):,} pods were created and {churn.get('pod_deleted', 0):,} deleted "
                       f"on random nodes and {churn.get('node_updated', 0)} nodes relabelled")
     else:
         title = "Snapshot churn (files reloaded by SIGHUP)"
-        churn_text = (f"--snapshot files; {churn['reloads_sent']} SIGHUP reloads during the run "
+        churn_text = (f"--objects files; {churn['reloads_sent']} SIGHUP reloads during the run "
                       f"({churn['reloads_done']} logged done), each rereading the member file and a file of "
                       f"{churn['pods_per_reload']:,} new pods")
     lines = [

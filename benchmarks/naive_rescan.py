@@ -14,7 +14,7 @@ Two versions over the same int64 arrays the node-resource plugin builds:
   its run time; `complete` says whether it finished.
 - `python_first_fit`: plain Python over lists, with a wall-clock deadline checked per set.
 
-This module, like tests/naive.py, is an independent reference: it never imports
+This module, like tests/support/naive.py, is an independent reference: it never imports
 estimator.kernels. It imports numba only to give the reference a compiled speed; the
 product's kernels stay the only numba importer inside `estimator/`.
 """

@@ -7,7 +7,7 @@ Two parts, both on the public kernels (`kernels.first_fit_sets` + `kernels.set_b
 node-resource plugin calls them in first-fit mode, and `kernels.best_sets`):
 
 1. Small members from several generators (below), each against the exhaustive optimum
-   (tests/naive.exhaustive; witnesses re-checked by tests/naive.verify, which shares no
+   (tests/support/naive.exhaustive; witnesses re-checked by tests/support/naive.verify, which shares no
    code with the kernels). Per mode: how often the answer is the optimum, over-promises
    (answer above the optimum, or a witness that fails: must be 0), answers below
    first-fit (must be 0), how often the answer's own bound proves it optimal, and bounds
@@ -34,10 +34,9 @@ import numpy as np
 from benchmarks.accuracy import random_member
 from benchmarks.resultsmd import replace_section
 from estimator import kernels
-from estimator.framework import DEFAULT_BEST_BUDGET
+from estimator.estimate.framework import DEFAULT_BEST_BUDGET
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import naive  # noqa: E402  (tests/naive.py: the independent oracle)
+from tests.support import naive  # noqa: E402  (tests/support/naive.py: the independent oracle)
 
 REPO = Path(__file__).resolve().parents[1]
 UPPER = 2**31 - 1
@@ -301,7 +300,7 @@ def section_text(r: dict) -> str:
         "**Small members, several generators**, each answer against the exhaustive optimum "
         f"({r['small_members_per_generator']} members per generator). *optimal*: answer = optimum; *proven*: the "
         "answer's own upper bound equals it; *over-promises* (answer above the optimum or a witness that fails "
-        "tests/naive.verify), *below first-fit* and *bound below optimum* must all be 0. *budget 1*: the "
+        "tests/support/naive.verify), *below first-fit* and *bound below optimum* must all be 0. *budget 1*: the "
         "search after first-fit may do first-fit's own work again (at least a small floor), counted in node visits, "
         "so every answer here is the same on every run.",
         "",

@@ -114,7 +114,7 @@ def _section(result: dict, plot_prefix: str) -> str:
                        "witnesses re-checked"], rows) + "\n")
     hist = acc["optimum_histogram"]
     out.append(f"Optimum distribution: " + ", ".join(f"{k} sets: {v:,}" for k, v in hist.items())
-               + f". First-fit equals Karmada's rescan (tests/naive.first_fit) on all but "
+               + f". First-fit equals Karmada's rescan (tests/support/naive.first_fit) on all but "
                f"{acc['parity_mismatches']} members; best is above first-fit on {acc['best_above_first_fit']:,} "
                f"and below it on {acc['best_below_first_fit']}.\n")
 
@@ -175,7 +175,7 @@ def _section(result: dict, plot_prefix: str) -> str:
                  fmt_ms((size.get("gc") or {}).get("after_freeze_ms"), 2)] for size in result["sizes"]]
         out.append(md_table(["nodes", "load in-process (harness)", "full GC, fresh process, no member (ms)",
                            "full GC with the member loaded (ms)", "same after gc.freeze() (ms)"], rows) + "\n")
-        out.append("*ready*: from spawning `python -m estimator --snapshot FILE` to the gRPC health service "
+        out.append("*ready*: from spawning `python -m estimator --objects FILE` to the gRPC health service "
                    "answering SERVING. *start → state loaded* and *kernel warm-up* come from the server's own log. "
                    "*gRPC floor*: the health Check round trip from the same client process, no estimator work. "
                    f"A fresh interpreter importing the server's modules takes "
@@ -233,7 +233,7 @@ def _section(result: dict, plot_prefix: str) -> str:
     else:
         n_cases = len(result["records"]) // 2
         out.append(f"All passed on the {n_cases} member × shape cases: best ≥ first-fit; both witnesses verified by "
-                   "tests/naive.verify; first-fit = the compiled naive rescan wherever it finished (and = the "
+                   "tests/support/naive.verify; first-fit = the compiled naive rescan wherever it finished (and = the "
                    "plain-Python rescan where that ran); the answer over gRPC = the in-process answer.\n")
 
     # Method.
@@ -259,13 +259,13 @@ def _section(result: dict, plot_prefix: str) -> str:
   ~{calib['python_over_compiled']:,.0f}× slower than the compiled one). **Speedup** = naive ms / kernel p50 ms of
   the row's mode.
 - **RPC**: a real `karmada-estimator` process per size and mode (`scheduler_client.launch.LocalEstimator`
-  command line, snapshot file, default flags), a separate client process (`benchmarks/rpc_client.py`) sending
+  command line, object file, default flags), a separate client process (`benchmarks/rpc_client.py`) sending
   pre-serialised `MaxAvailableComponentSetsRequest`s (built by `scheduler_client.wire`) with 1, 4 and 16
   threads for {settings['rpc_seconds']} s each after 20 warm-up calls. *Cold* start uses an empty
   `NUMBA_CACHE_DIR`, *warm* the repository's `.numba_cache`. RSS from `/proc/PID/status` after the RPC runs.
 - **Accuracy** (`benchmarks/accuracy.py`): random members over [pods, cpu, memory, gpu] with 1-8 nodes, 1-3
-  components, random masks; exhaustive optimum from `tests/naive.exhaustive`; both modes' witnesses re-checked
-  by `tests/naive.verify`; an answer above the optimum or an invalid witness is an over-promise.
+  components, random masks; exhaustive optimum from `tests/support/naive.exhaustive`; both modes' witnesses re-checked
+  by `tests/support/naive.verify`; an answer above the optimum or an invalid witness is an over-promise.
 """)
     return "\n".join(out)
 

@@ -173,10 +173,10 @@ def ready_explanation(result: dict) -> str:
     if load:
         lines.append(
             f"Inside the load: `json.loads` {fmt_s(load['json_parse_s'])}; the rest is per-object Python in "
-            f"`snapshot_source._load_file` -> `cache.upsert_pod` -> `podrequests.pod_requests`. Under cProfile "
+            f"`files._load_file` -> `cache.upsert_pod` -> `podrequests.pod_requests`. Under cProfile "
             f"({fmt_s(load['profiled_load_s'])}) {load.get('typing_instancecheck_share', 0):.0%} of it is "
             "`isinstance(x, Mapping)` with `Mapping` imported from `typing` (cache.py, podrequests.py, "
-            "snapshot_source.py): each check goes through `typing._BaseGenericAlias.__instancecheck__` and "
+            "files.py): each check goes through `typing._BaseGenericAlias.__instancecheck__` and "
             "`__subclasscheck__` (~300 ns, against ~30 ns for `isinstance(x, dict)`).\n\n"
             f"What would fix it (owner of estimator/): (0) the JSON parse itself is "
             f"{load['json_parse_s'] / max(size.get('load_in_process_s') or 1, 1e-9):.0%} of the in-process load: "
@@ -186,5 +186,5 @@ def ready_explanation(result: dict) -> str:
             "before the files are loaded instead of after `EstimatorServer.start()` (it overlaps the load); "
             "(3) parse each pod's requests once per distinct container spec (most pods of a workload share "
             "it) and skip `_describe()` formatting unless an error is raised; (4) for restarts, an `.npz` of "
-            "the parsed arrays next to the snapshot file, reused when its mtime matches.")
+            "the parsed arrays next to the object file, reused when its mtime matches.")
     return "\n".join(lines)

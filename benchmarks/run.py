@@ -117,7 +117,7 @@ def _git(*args: str) -> str:
 
 def _import_seconds() -> float:
     """Wall time of a fresh interpreter importing what the server imports (median of 3)."""
-    code = "import estimator.__main__, estimator.server, estimator.state, estimator.kernels"
+    code = "import estimator.__main__, estimator.service.server, estimator.cluster.state, estimator.kernels"
     times = []
     for _ in range(3):
         started = time.perf_counter()
@@ -165,9 +165,9 @@ def main(argv=None) -> int:
           f"load average {env['loadavg_start'][0]:.2f}", file=sys.stderr)
 
     from estimator import kernels
-    from estimator.snapshot_source import load_snapshot
+    from estimator.cluster.files import load_object_files
 
-    from tests import naive as naive_oracle
+    from tests.support import naive as naive_oracle
 
     kernels.warmup()
     naive_rescan.warm_compiled()
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         generate_s = time.perf_counter() - started
         progress.set_postfix_str(f"{n} nodes: loading")
         started = time.perf_counter()
-        snapshot = load_snapshot([path]).snapshot()
+        snapshot = load_object_files([path]).snapshot()
         load_s = time.perf_counter() - started
         size = {"nodes": n, "pods": stats["pods"], "member": spec.name, "file": path.name,
                 "file_mb": path.stat().st_size / 2**20, "generate_or_reuse_s": generate_s, "load_in_process_s": load_s,

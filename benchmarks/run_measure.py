@@ -61,7 +61,7 @@ def time_calls(fn, budget_s: float, prepare=None, min_samples: int = 20, max_sam
 
 def plugin_arrays(snapshot, query):
     """The arrays the node-resource plugin hands to the kernels, built by its own helpers."""
-    from estimator.plugins import noderesource as nr
+    from estimator.estimate.plugins import noderesource as nr
 
     columns = nr._columns([c.shape for c in query.components])
     index = {name: k for k, name in enumerate(columns)}
@@ -94,13 +94,13 @@ def calibrate_naive() -> dict:
 def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) -> list[dict]:
     """Kernel, plugin-path and naive figures for one member x shape, one record per mode."""
     from estimator import kernels
-    from estimator.estimate import Estimator
+    from estimator.estimate.estimate import Estimator
 
     query = SHAPES[shape][1]
     available, requests, replicas, masks = plugin_arrays(snapshot, query)
     first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
     best = kernels.best_sets(available, requests, replicas, masks, UPPER)
-    # Independent checks at scale: best >= first-fit, and both witnesses hold (tests/naive.verify).
+    # Independent checks at scale: best >= first-fit, and both witnesses hold (tests/support/naive.verify).
     checks = {
         "best_ge_first_fit": best.sets >= first_fit.sets,
         "best_witness_ok": bool(verify_naive(available, requests, replicas, masks, best.sets, best.placement)),
@@ -180,15 +180,16 @@ def _short_paths(line: str) -> str:
 
 def profile_target(snapshot, member: str, mode: str, top: int = 14) -> dict:
     """Where one in-process estimate spends its time (the RPC minus the gRPC transport)."""
-    from estimator import convert, kernels
-    from estimator.estimate import Estimator
-    from estimator.logsetup import REQUEST_LOGGER
-    from estimator.metrics import EstimatorMetrics
+    from estimator import kernels
+    from estimator.estimate.estimate import Estimator
+    from estimator.estimate.framework import EstimateContext
+    from estimator.estimate.plugins import noderesource as nr
+    from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
     from estimator.pb import estimator_pb2
-    from estimator.plugins import noderesource as nr
-    from estimator.plugins.resourcequota import ResourceQuotaPlugin
-    from estimator.framework import EstimateContext
-    from estimator.servicer import EstimatorServicer
+    from estimator.service import convert
+    from estimator.service.logsetup import REQUEST_LOGGER
+    from estimator.service.metrics import EstimatorMetrics
+    from estimator.service.servicer import EstimatorServicer
     from scheduler_client.wire import component_sets_request
 
     logging.getLogger(REQUEST_LOGGER).setLevel(logging.WARNING)  # as the server at --v 0
@@ -250,7 +251,7 @@ def profile_target(snapshot, member: str, mode: str, top: int = 14) -> dict:
 
 def profile_load(path: Path, top: int = 12) -> dict:
     """Where loading a member file goes (the bulk of start-to-ready on big members)."""
-    from estimator.snapshot_source import load_snapshot
+    from estimator.cluster.files import load_object_files
 
     started = time.perf_counter()
     text = path.read_text()
@@ -262,7 +263,7 @@ def profile_load(path: Path, top: int = 12) -> dict:
     profiler = cProfile.Profile()
     started = time.perf_counter()
     profiler.enable()
-    load_snapshot([path]).snapshot()
+    load_object_files([path]).snapshot()
     profiler.disable()
     profiled_s = time.perf_counter() - started
     stream = io.StringIO()

@@ -1,4 +1,4 @@
-"""The job shapes the benchmark asks about, as estimator.model ComponentSetsQuery.
+"""The job shapes the benchmark asks about, as estimator.core.model ComponentSetsQuery.
 
 Amounts are model units: cpu in millicores, memory in bytes, GPUs whole. Namespace
 `ml-team` (its ResourceQuota in the synthetic members is generous, never the bound).
@@ -6,7 +6,7 @@ Amounts are model units: cpu in millicores, memory in bytes, GPUs whole. Namespa
 
 from __future__ import annotations
 
-from estimator.model import (
+from estimator.core.model import (
     OP_IN,
     Component,
     ComponentSetsQuery,

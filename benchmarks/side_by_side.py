@@ -32,7 +32,7 @@ from e2e.harness.estimators import karmadas, ours
 from e2e.harness.large import apply_parallel, generate_large
 from e2e.harness.members import MemberState
 from e2e.harness.oracle import Reference
-from estimator.model import ReplicasQuery
+from estimator.core.model import ReplicasQuery
 from e2e.harness.populate import Populator
 
 REPO = Path(__file__).resolve().parents[1]

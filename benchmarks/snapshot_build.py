@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from estimator.cache import ClusterCache
+from estimator.cluster.cache import ClusterCache
 
 
 def _node(i: int) -> dict:

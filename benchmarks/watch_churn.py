@@ -3,10 +3,10 @@
     NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m benchmarks.watch_churn \\
         [--nodes 10000 --pods 100000 --seconds 20 --rate 12000]
 
-The fake API server (tests/fakekube.py) runs in a child process at nice +10 (it stands in
+The fake API server (tests/support/fakekube.py) runs in a child process at nice +10 (it stands in
 for a remote machine), so the estimator process measured here holds only what the
 estimator itself would: the list/watch loop
-(estimator.watch.WatchClusterState, real kubernetes client, default --kube-api-qps 20 /
+(estimator.cluster.watch.WatchClusterState, real kubernetes client, default --kube-api-qps 20 /
 --kube-api-burst 30, pages of 500), the ClusterCache, and an estimate loop.
 
 Phases and targets (docs/scenario.md):
@@ -68,7 +68,7 @@ def rss_mb() -> float:
 
 
 def train_small():
-    from estimator.model import Component, ComponentSetsQuery, ReplicaShape
+    from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
 
     master = ReplicaShape(requests=(("cpu", 1000), ("memory", 2 * Gi)), namespace="ml")
     worker = ReplicaShape(requests=(("cpu", 4000), ("memory", 16 * Gi), ("nvidia.com/gpu", 1)), namespace="ml")
@@ -80,7 +80,7 @@ class EstimateLoop:
     """Estimates at a steady pace on the state's current snapshot; latencies in ms."""
 
     def __init__(self, state, per_second: float):
-        from estimator.estimate import Estimator
+        from estimator.estimate.estimate import Estimator
 
         self.estimator = Estimator(state.snapshot, packing="best")
         self.query = train_small()
@@ -182,8 +182,8 @@ def machine() -> dict:
 
 def run(args) -> dict:
     from estimator import kernels
-    from estimator.watch import EstimatePriority, ReflectorOptions, WatchClusterState
-    from tests.fakekube import FakeKube
+    from estimator.cluster.watch import EstimatePriority, ReflectorOptions, WatchClusterState
+    from tests.support.fakekube import FakeKube
 
     kernels.warmup()
     if args.switch_interval:

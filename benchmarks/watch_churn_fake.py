@@ -116,7 +116,7 @@ POD_SHAPES = (("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("100m", "256Mi"
 
 
 def serve_fake(conn, nodes: int, pods: int, seed: int, nice: int) -> None:
-    from tests.fakekube import FakeKube
+    from tests.support.fakekube import FakeKube
 
     os.nice(nice)  # the fake stands in for a remote API server: it must not outrank the estimator
     rng = random.Random(seed)

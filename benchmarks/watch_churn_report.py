@@ -27,7 +27,7 @@ def section_text(r: dict) -> str:
         "",
         f"**Command:** `{r['command']}`",
         "",
-        f"The fake API server (tests/fakekube.py) runs in a child process at nice +{r['fake_nice']} (it stands in "
+        f"The fake API server (tests/support/fakekube.py) runs in a child process at nice +{r['fake_nice']} (it stands in "
         "for a remote "
         "API server); the measured process holds only the estimator side: the real kubernetes client, "
         f"WatchClusterState with --kube-api-qps {r['qps']:g} / --kube-api-burst {r['burst']} and pages of "
@@ -88,7 +88,7 @@ def profile_notes(r: dict) -> list[str]:
     young = r["gc_during_churn"]["gen0"]
     ratios = ", ".join(f"{x}x" for x in r["per_round_churn_over_quiet_p99"])
     return [
-        "What shapes these numbers (each step is in estimator/watch/ with the reason next to it):",
+        "What shapes these numbers (each step is in estimator/cluster/watch/ with the reason next to it):",
         "",
         "- *Initial sync.* With CPython's default collector every full collection walks every tracked object in "
         "the process (modules, the kubernetes client's models, numba, the cache: "

@@ -1,6 +1,6 @@
 """karmada-estimator: the accurate scheduler-estimator for one member cluster.
 
-Exit status: 0 after a clean drain, 2 on bad flags or a bad snapshot file, 1 on any other
+Exit status: 0 after a clean drain, 2 on bad flags or a bad object file, 1 on any other
 start-up failure.
 """
 
@@ -16,11 +16,13 @@ import threading
 import time
 from typing import Sequence
 
-from estimator import flags, logsetup, manifests
-from estimator.errors import SnapshotError
-from estimator.httpendpoints import BindAddressError
+from estimator.core import flags
+from estimator.core.errors import StateLoadError
+from estimator.deploy import cli as manifests_cli
+from estimator.estimate.plugins.noderesource import PACKING_MODES
 from estimator.kernels import cache_note
-from estimator.plugins.noderesource import PACKING_MODES
+from estimator.service import logsetup
+from estimator.service.httpendpoints import BindAddressError
 
 log = logging.getLogger("estimator")
 
@@ -44,7 +46,7 @@ Differences from Karmada's Go estimator, on purpose:
 
 
 def _go(parse, label: str = ""):
-    """An argparse type from one of estimator.flags' Go parsers: the error names the value
+    """An argparse type from one of estimator.core.flags' Go parsers: the error names the value
     and carries Go's reason; argparse prefixes the flag."""
 
     def convert(text: str):
@@ -109,12 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = p.add_subparsers(dest="command", title="commands (without one: serve estimates)", metavar="[COMMAND]",
                                 parser_class=argparse.ArgumentParser)
-    render = commands.add_parser("manifests", help=manifests.SUMMARY, description=manifests.SUMMARY,
-                                 epilog=manifests.EPILOG)
-    manifests.add_arguments(render)
+    render = commands.add_parser("manifests", help=manifests_cli.SUMMARY, description=manifests_cli.SUMMARY,
+                                 epilog=manifests_cli.EPILOG)
+    manifests_cli.add_arguments(render)
     p.subcommands = {"manifests": render}
     src = p.add_argument_group("cluster state (one of)")
-    src.add_argument("--snapshot", action="append", default=[], metavar="FILE",
+    src.add_argument("--objects", action="append", default=[], metavar="FILE",
                      help="kubectl-style file (v1 List YAML/JSON or multi-document YAML) describing the member; "
                           "repeatable. SIGHUP reloads; a bad reload keeps the previous state. Not a Karmada flag.")
     src.add_argument("--kubeconfig", default="", help="Path to member cluster's kubeconfig file (live list/watch).")
@@ -298,22 +300,22 @@ def _given(argv: list[str]) -> set[str]:
 
 
 def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
-    if args.snapshot and (args.kubeconfig or args.master):
-        parser.error("use either --snapshot or --kubeconfig/--master, not both")
-    if args.snapshot:
-        from estimator.state import FileClusterState
+    if args.objects and (args.kubeconfig or args.master):
+        parser.error("use either --objects or --kubeconfig/--master, not both")
+    if args.objects:
+        from estimator.cluster.state import FileClusterState
 
-        return FileClusterState(args.snapshot)
+        return FileClusterState(args.objects)
     try:
-        from estimator.watch import KubeConfigError, WatchClusterState
+        from estimator.cluster.watch import KubeConfigError, WatchClusterState
     except ImportError:
-        parser.error("live clusters (--kubeconfig/--master/in-cluster) are not available in this build; use --snapshot")
+        parser.error("live clusters (--kubeconfig/--master/in-cluster) are not available in this build; use --objects")
     try:
         # Neither --kubeconfig nor --master: the in-cluster service account, as client-go does.
         return WatchClusterState(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
                                  burst=args.kube_api_burst)
     except KubeConfigError as error:
-        raise SnapshotError(str(error)) from None  # main() logs it and exits 2
+        raise StateLoadError(str(error)) from None  # main() logs it and exits 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,18 +330,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         failing = parser.subcommands[args.command] if args.command else parser
         failing.error(f"unknown flag: {flag.split('=', 1)[0]}" if flag else f"unexpected argument: {extra[0]}")
     if args.command == "manifests":
-        return manifests.run(parser.subcommands["manifests"], args)
+        return manifests_cli.run(parser.subcommands["manifests"], args)
     gates = feature_gates(args)
     options = log_options(parser, args, gates)
     _validate(parser, args)
     logsetup.configure(options=options)
     log_startup_notes(args, gates, options, _given(argv))
 
-    from estimator.server import EstimatorServer, ServerConfig
+    from estimator.service.server import EstimatorServer, ServerConfig
 
     try:
         state = _state(parser, args)
-    except SnapshotError as error:
+    except StateLoadError as error:
         log.error("cannot load cluster state: %s", error)
         return 2
     config = ServerConfig(

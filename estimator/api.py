@@ -27,7 +27,7 @@ Object files
     read_objects (every object of a kubectl-style YAML/JSON file, `*List` items expanded)
     and ObjectFileError.
 Cluster state files
-    load_snapshot (kubectl-style files -> cluster cache; SnapshotError names the file) and
+    load_object_files (kubectl-style files -> cluster cache; StateLoadError names the file) and
     ClusterSnapshot, the immutable per-node arrays one cache yields.
 Packing
     first_fit_sets (Karmada's first-fit over component sets) and warmup_kernels.
@@ -40,9 +40,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.errors import SnapshotError
-from estimator.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
-from estimator.flags import (
+from estimator.cluster.kubefiles import ObjectFileError, read_objects
+from estimator.core.errors import StateLoadError
+from estimator.core.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
+from estimator.core.flags import (
     ALL_GATES,
     FEATURE_GATES,
     FeatureGates,
@@ -50,9 +51,8 @@ from estimator.flags import (
     UnknownFeatureGate,
     parse_feature_gates,
 )
-from estimator.flags import parse_duration as parse_go_duration
-from estimator.kubefiles import ObjectFileError, read_objects
-from estimator.model import (
+from estimator.core.flags import parse_duration as parse_go_duration
+from estimator.core.model import (
     NO_EXECUTE,
     NO_SCHEDULE,
     NODE_SELECTOR_OPERATORS,
@@ -73,8 +73,8 @@ from estimator.model import (
     Toleration,
     WorkloadRef,
 )
-from estimator.podrequests import pod_requests
-from estimator.resources import (
+from estimator.core.podrequests import pod_requests
+from estimator.core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
     MAX_INT32,
@@ -90,21 +90,21 @@ from estimator.resources import (
     quantity_to_int,
     uses_milli_units,
 )
-from estimator.snapshot import ClusterSnapshot
-from estimator.workloads import LabelSelector, label_selector
+from estimator.core.snapshot import ClusterSnapshot
+from estimator.core.workloads import LabelSelector, label_selector
 
 if TYPE_CHECKING:
-    from estimator.cache import ClusterCache
+    from estimator.cluster.cache import ClusterCache
 
 
 # The three below import their modules on first call: numba (the kernels) and the cluster
 # cache cost about a second to import, and most client commands never need them.
 
 
-def load_snapshot(paths) -> ClusterCache:
+def load_object_files(paths) -> ClusterCache:
     """A cluster cache holding every object of the kubectl-style files `paths`; its
-    `.snapshot()` is a ClusterSnapshot. SnapshotError names the bad file and object."""
-    from estimator.snapshot_source import load_snapshot as load
+    `.snapshot()` is a ClusterSnapshot. StateLoadError names the bad file and object."""
+    from estimator.cluster.files import load_object_files as load
 
     return load(paths)
 
@@ -129,8 +129,8 @@ __all__ = [
     "OP_NOT_IN", "PODS", "TERMINAL_POD_PHASES", "UNSCHEDULABLE_TAINT",
     "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
     "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
-    "ReplicaShape", "ReplicasQuery", "ResourceListError", "SnapshotError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
-    "first_fit_sets", "is_counted", "is_hugepages", "label_selector", "load_snapshot", "node_passes",
+    "ReplicaShape", "ReplicasQuery", "ResourceListError", "StateLoadError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
+    "first_fit_sets", "is_counted", "is_hugepages", "label_selector", "load_object_files", "node_passes",
     "parse_feature_gates", "parse_go_duration", "parse_quantity", "parse_resource_list", "pod_requests",
     "quantity_to_int", "read_objects",
     "requirement_matches", "taints_tolerated", "tolerates", "uses_milli_units", "warmup_kernels",

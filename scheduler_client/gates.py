@@ -1,6 +1,6 @@
 """Karmada feature gates the placement depends on, parsed like --feature-gates. Pure.
 
-The parsing and the table of Karmada's gates are the estimator's (estimator/flags.py), so
+The parsing and the table of Karmada's gates are the estimator's (estimator/core/flags.py), so
 both programs accept the same gates with the same syntax: `AllAlpha=true|false` and
 `AllBeta=true|false` set every alpha (beta) gate that the flag does not name explicitly,
 whatever the order; values are Go booleans (true, false, 1, 0, t, F, TRUE...).

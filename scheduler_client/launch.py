@@ -45,7 +45,7 @@ class LocalEstimator:
                "--server-port", str(self.port), "--server-bind-address", "127.0.0.1",
                "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--metrics-bind-address", "0"]
         for path in self.snapshots:
-            cmd += ["--snapshot", str(path)]
+            cmd += ["--objects", str(path)]
         return cmd + list(self.extra_args)
 
     def start(self, log_file=None) -> None:

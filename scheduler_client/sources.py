@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from estimator.api import ObjectFileError, SnapshotError, load_snapshot, read_objects
+from estimator.api import ObjectFileError, StateLoadError, load_object_files, read_objects
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
 from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
@@ -25,7 +25,7 @@ class InputError(ValueError):
 
 def read_documents(path: str | Path) -> list[Any]:
     """Every object in a YAML (multi-document) or JSON file; `kind: *List` items expanded
-    (estimator.api.read_objects, the estimator's own reader of --snapshot files)."""
+    (estimator.api.read_objects, the estimator's own reader of --objects files)."""
     try:
         objects = read_objects(path)
     except ObjectFileError as error:
@@ -90,8 +90,8 @@ def load_clusters(paths: Sequence[str | Path]) -> list[ClusterObject]:
 def load_member_snapshot(name: str, paths: Sequence[str | Path]) -> MemberSnapshot:
     label = ", ".join(map(str, paths))
     try:
-        snapshot = load_snapshot(list(paths)).snapshot()
-    except SnapshotError as error:
+        snapshot = load_object_files(list(paths)).snapshot()
+    except StateLoadError as error:
         raise InputError(label, "", f"member {name}: {error}") from None
     objects = [obj for path in paths for obj in read_documents(path)]
     nodes, pods = split_objects(objects)

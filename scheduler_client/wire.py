@@ -1,6 +1,6 @@
 """Core model queries (estimator.api) -> estimator protobuf requests, for our placement client and tests.
 
-The reverse of estimator/convert.py: convert(wire(query)) == query for every query the
+The reverse of estimator/service/convert.py: convert(wire(query)) == query for every query the
 wire can carry. What it cannot carry, by the protocol's design:
 - one namespace per set: a component's `shape.namespace` is not sent; the receiver gives
   every component the request's (or assumed workload's) namespace;

@@ -40,17 +40,17 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     # One violation per kind of contract: an internal module past the public API, an outside
     # library outside its edge, I/O in the pure core, and the wrong direction.
-    _append(tmp_path / "scheduler_client" / "units.py", "import estimator.cache  # noqa")
-    _append(tmp_path / "estimator" / "model.py", "import numba  # noqa")
-    _append(tmp_path / "estimator" / "filters.py", "import threading  # noqa")
-    _append(tmp_path / "estimator" / "resources.py", "import scheduler_client.units  # noqa")
+    _append(tmp_path / "scheduler_client" / "units.py", "import estimator.cluster.cache  # noqa")
+    _append(tmp_path / "estimator" / "core" / "model.py", "import numba  # noqa")
+    _append(tmp_path / "estimator" / "core" / "filters.py", "import threading  # noqa")
+    _append(tmp_path / "estimator" / "core" / "resources.py", "import scheduler_client.units  # noqa")
     result = _lint(tmp_path)
     assert result.returncode != 0, result.stdout
     out = result.stdout.replace("\n", " ")
     for broken in (
-        "scheduler_client.units -> estimator.cache",
-        "estimator.model -> numba",
-        "estimator.filters -> threading",
-        "estimator.resources -> scheduler_client.units",
+        "scheduler_client.units -> estimator.cluster.cache",
+        "estimator.core.model -> numba",
+        "estimator.core.filters -> threading",
+        "estimator.core.resources -> scheduler_client.units",
     ):
         assert broken in out, f"{broken!r} not reported:\n{result.stdout}"

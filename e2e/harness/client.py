@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from estimator import model
+from estimator.core import model
 from e2e.harness.estimators import CLUSTER, Running
 from e2e.harness.members import MemberState
 from scheduler_client.wire import quantity_string

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 
-from estimator import model
+from estimator.core import model
 from estimator.pb import service_pb2_grpc
 from e2e.harness.procs import Proc, free_port, wait_for
 from scheduler_client import wire

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import threading
 import time
 import traceback
@@ -316,11 +315,8 @@ def hostile_pods(diff: Differential, state: MemberState) -> FaultResult:
 
 
 def _relay_class():
-    """The relay of the tests (tests/test_watch_deadlink.py), reused rather than copied."""
-    tests = str(REPO / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    from test_watch_deadlink import Relay  # noqa: PLC0415 - test-tree module, imported on use
+    """The relay of the tests (tests/cluster/test_watch_deadlink.py), reused rather than copied."""
+    from tests.cluster.test_watch_deadlink import Relay  # noqa: PLC0415 - test-tree module, imported on use
     return Relay
 
 

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from estimator import kernels, model
-from estimator.resources import MAX_INT32
+from estimator import kernels
+from estimator.core import model
+from estimator.core.resources import MAX_INT32
 from e2e.harness import oracle
 from e2e.harness.members import GPU, MemberState
 

@@ -11,7 +11,7 @@ import datetime
 import random
 from dataclasses import dataclass, field
 
-from estimator import model
+from estimator.core import model
 
 NAMESPACES = ("team-a", "team-b")
 GPU = "nvidia.com/gpu"

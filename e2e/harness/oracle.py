@@ -1,12 +1,12 @@
 """What the live answers are judged against.
 
 - Snapshot mode: our estimator run in-process on the objects dumped from the apiserver (the
-  `--snapshot` path), the reference a live answer must converge to.
+  `--objects` path), the reference a live answer must converge to.
 - First-fit parity: Karmada's first-fit walks nodes in whatever order its informer delivered
   them, so an answer is "a Karmada answer" when the plain reference first-fit of
-  tests/naive.py gives it for SOME node order (all orders for small members, sampled ones,
+  tests/support/naive.py gives it for SOME node order (all orders for small members, sampled ones,
   then a targeted search, for larger).
-- Best mode: never above the exact optimum (tests/naive.py exhaustive search, small members),
+- Best mode: never above the exact optimum (tests/support/naive.py exhaustive search, small members),
   witness valid.
 """
 
@@ -24,18 +24,18 @@ from pathlib import Path
 
 import numpy as np
 
-from estimator import model
-from estimator.errors import NotFound
-from estimator.estimate import Estimator
-from estimator.framework import Code
-from estimator.plugins import noderesource as nr
-from estimator.plugins.resourcequota import ResourceQuotaPlugin
-from estimator.framework import EstimateContext
-from estimator.resources import MAX_INT32
-from estimator.snapshot import ClusterSnapshot
-from estimator.snapshot_source import load_snapshot
+from estimator.cluster.files import load_object_files
+from estimator.core import model
+from estimator.core.errors import NotFound
+from estimator.core.resources import MAX_INT32
+from estimator.core.snapshot import ClusterSnapshot
+from estimator.estimate.estimate import Estimator
+from estimator.estimate.framework import Code
+from estimator.estimate.framework import EstimateContext
+from estimator.estimate.plugins import noderesource as nr
+from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
 
-from tests import naive  # the plain reference the kernels are tested against
+from tests.support import naive  # the plain reference the kernels are tested against
 
 ALL_ORDERS = 2000  # distinct node orders enumerated in full up to this many
 SAMPLED_ORDERS = 200
@@ -43,7 +43,7 @@ TARGETED_ORDERS = 4000
 
 
 def load(path: Path) -> ClusterSnapshot:
-    return load_snapshot([path]).snapshot()
+    return load_object_files([path]).snapshot()
 
 
 @dataclass

@@ -29,7 +29,7 @@ from pathlib import Path
 from e2e.harness.estimators import Running
 from e2e.harness.members import GPU, NAMESPACES, generate
 from e2e.harness.procs import free_port, install_signal_handlers, stop_all, wait_for
-from estimator.resources import parse_quantity
+from estimator.core.resources import parse_quantity
 
 REPO = Path(__file__).resolve().parents[2]
 KIND = {"PyTorchJob": ("kubeflow.org/v1", "pytorchjobs"), "Deployment": ("apps/v1", "deployments")}
@@ -104,7 +104,7 @@ class Pool:
             path = self.work / f"{name}.json"
             path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
             port, health = free_port(), free_port()
-            argv = [exe, "--cluster-name", name, "--snapshot", path, "--server-port", port,
+            argv = [exe, "--cluster-name", name, "--objects", path, "--server-port", port,
                     "--server-bind-address", "127.0.0.1", "--health-probe-bind-address", f"127.0.0.1:{health}",
                     "--metrics-bind-address", "0"]
             est = Running(f"placement-{name}", argv, self.work, port, health)

@@ -120,7 +120,7 @@ class Populator:
         return owners
 
     def dump(self, path: Path) -> int:
-        """Everything the estimators read, as one v1 List file (the --snapshot format)."""
+        """Everything the estimators read, as one v1 List file (the --objects format)."""
         items = []
         for kind, api_version, lister in (
             ("Node", "v1", self.core.list_node), ("Pod", "v1", self.core.list_pod_for_all_namespaces),

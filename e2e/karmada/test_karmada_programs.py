@@ -48,7 +48,7 @@ pytestmark = pytest.mark.skipif(not (ESTCLIENT.exists() and SCHEDULE.exists()),
                                 reason=f"{ESTCLIENT.name}/{SCHEDULE.name} not built (make e2e-karmada)")
 
 sys.path.insert(0, str(REPO))
-from estimator import model  # noqa: E402
+from estimator.core import model  # noqa: E402
 from estimator.pb import service_pb2_grpc  # noqa: E402
 from scheduler_client import wire  # noqa: E402
 
@@ -66,7 +66,7 @@ class Ours:
         self.name, self.port, self.health = name, _free_port(), _free_port()
         self.log = open(log, "wb")
         self.proc = subprocess.Popen(
-            [str(REPO / ".venv" / "bin" / "karmada-estimator"), "--cluster-name", name, "--snapshot",
+            [str(REPO / ".venv" / "bin" / "karmada-estimator"), "--cluster-name", name, "--objects",
              str(REPO / snapshot), "--server-port", str(self.port),
              "--health-probe-bind-address", f"127.0.0.1:{self.health}", "--metrics-bind-address", "0",
              *map(str, extra)],

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rebuild tests/data/wire-vectors/karmada-*/ with Karmada's own generated estimator types
+# Rebuild tests/support/data/wire-vectors/karmada-*/ with Karmada's own generated estimator types
 # (or write them under the directory given as the first argument).
 # Needs Go and the Go module proxy; not part of `make test`. Binaries go to a temporary
 # directory, never into the repository. Karmada builds with this tag since k8s.io/api v0.35
@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")"
 export GONOSUMDB=github.com/karmada-io/karmada
-out=${1:-../../tests/data/wire-vectors}
+out=${1:-../../tests/support/data/wire-vectors}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 tags=kubernetes_protomessage_one_more_release

@@ -5,7 +5,7 @@
 Runs grpc_tools' bundled protoc with include root `proto/`, so the modules land in
 DIR/estimator/pb/ and import one another as `from estimator.pb import ...`. DIR defaults
 to the repository root, rewriting the committed modules in place (this is `make proto`).
-tests/test_proto_generated.py regenerates into a temporary DIR and diffs, so stale
+tests/service/test_proto_generated.py regenerates into a temporary DIR and diffs, so stale
 committed code fails the tests.
 """
 

@@ -1,7 +1,7 @@
 """Shared pieces of the job interpreters: the Job result, field access, replica counts and
 pod template -> per-replica requirements (as Karmada's kube.accuratePodRequirements).
 
-Requests are computed like the kube-scheduler (estimator.podrequests: sidecar-aware, pod-level
+Requests are computed like the kube-scheduler (estimator.core.podrequests: sidecar-aware, pod-level
 resources, overhead); the node claim carries nodeSelector, required node affinity and
 tolerations; plus priorityClassName and the job's namespace. Karmada's Lua interpreters do
 the same with `util.Resource.AddPodTemplateRequest`, which ignores sidecars and pod-level

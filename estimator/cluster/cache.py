@@ -1,0 +1,486 @@
+"""ClusterCache: the mutable model of one member cluster, as struct-of-arrays.
+
+Fed object by object (object files, or the list/watch loop); one event costs
+O(resources), never O(nodes). `snapshot()` hands estimates a consistent immutable copy in
+Karmada's node order, rebuilt only when something changed (a version counter).
+
+Layout:
+- A *row* is Karmada's NodeInfo: one per node name that has a Node object or counted pods.
+  Pods bound to a node we have not seen yet get a row without a node (counted once the
+  node appears); a deleted node's row lives on while pods still count on it. Freed rows
+  are reused; arrays grow geometrically in rows and in resource columns.
+- `_allocatable[row, col]` and `_requested[row, col]`; column 0 is `pods`, so requested
+  column 0 is the number of counted pods and available = max(allocatable - requested, 0)
+  holds for every column alike.
+- Node classes: nodes with equal (labels, taints, cordon) share a class id, reference
+  counted, ids reused. kubernetes.io/hostname is kept per node instead (it is unique per
+  node and would make every class a singleton; see ClusterSnapshot.hostnames).
+- Order: `NodeTree` (estimator/cluster/nodetree.py) keeps Karmada's zones; the round-robin order is computed with numpy
+  and cached until a node is added or removed or changes zone.
+
+Objects are parsed into checked records (estimator/core/records.py) before the lock is taken,
+so a malformed object changes nothing and an estimate never sees half an update. Parsing
+also checks every amount (no negative counts; a pod asking for more than int64 in total
+saturates at int64, as a request nothing can fit), so applying a record cannot fail
+half-way. Per-node sums that would leave
+int64 are kept exactly on the side (`_excess`) and show as int64 max, so removing the pod
+again restores the row to the unit. `replace_kind` applies a whole relist in one lock
+hold: a snapshot shows the state before it or after it, never a mix.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from estimator.cluster.nodetree import NodeTree
+from estimator.core.model import NodeClass
+from estimator.core.records import KINDS, PodRecord, _ParsedNode, parse_node, parse_object, pod_record, quota_record, record_key
+from estimator.core.resources import MAX_INT64, PODS
+from estimator.core.snapshot import ClusterSnapshot, QuotaRecord
+from estimator.core.workloads import WorkloadState, deployment_record, replicaset_record
+
+__all__ = ["ClusterCache", "KINDS"]  # KINDS: the kinds a cache holds, also imported from here
+
+_INITIAL_ROWS = 64
+_INITIAL_COLUMNS = 8
+
+
+# --- the cache --------------------------------------------------------------------------
+
+
+@dataclass
+class _NodeState:
+    """What the cache remembers of a Node object, besides its arrays."""
+
+    zone: str
+    class_id: int
+    hostname: str | None
+
+
+class ClusterCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version = 0
+        self._updated_at = 0.0
+        self._snapshot: ClusterSnapshot | None = None
+        # Resource columns.
+        self._column_index: dict[str, int] = {PODS: 0}
+        self._column_names: list[str] = [PODS]
+        # Rows.
+        self._rows: dict[str, int] = {}
+        self._free_rows: list[int] = []
+        self._row_names = np.empty(_INITIAL_ROWS, dtype=object)
+        self._row_hostnames = np.empty(_INITIAL_ROWS, dtype=object)
+        self._row_nodes: list[_NodeState | None] = [None] * _INITIAL_ROWS
+        self._allocatable = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
+        self._requested = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
+        self._row_class = np.zeros(_INITIAL_ROWS, dtype=np.int32)
+        self._next_row = 0
+        # Node classes (reference counted; freed ids are reused).
+        self._class_ids: dict[NodeClass, int] = {}
+        self._classes: list[NodeClass] = []
+        self._class_refs: list[int] = []
+        self._free_class_ids: list[int] = []
+        # Order and the things cached with it.
+        self._tree = NodeTree()
+        self._order: tuple[np.ndarray, tuple[str, ...]] | None = None
+        self._hostnames: tuple[str | None, ...] | None = None
+        # Name and hostname look-ups a snapshot builds on first use; they depend only on the
+        # order and the hostnames, so snapshots share them until either changes.
+        self._positions: dict = {}
+        self._classes_tuple: tuple[NodeClass, ...] | None = None
+        self._resource_names: tuple[str, ...] | None = None
+        # Counted pods: (namespace, name) -> (row, ((column, amount), ...)).
+        self._pods: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
+        self._quotas: dict[tuple[str, str], QuotaRecord] = {}
+        self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
+        self._workloads = WorkloadState()
+        # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
+        self._excess: dict[tuple[int, int], int] = {}
+        self.busy = False  # a relist is being applied (replace_kind); read without the lock
+
+    # --- bookkeeping (lock held) ---
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._updated_at = time.time()
+
+    def _column(self, name: str) -> int:
+        column = self._column_index.get(name)
+        if column is None:
+            column = len(self._column_names)
+            if column == self._allocatable.shape[1]:
+                self._allocatable = _grow(self._allocatable, axis=1)
+                self._requested = _grow(self._requested, axis=1)
+            self._column_index[name] = column
+            self._column_names.append(name)
+            self._resource_names = None
+        return column
+
+    def _row(self, name: str) -> int:
+        """The row of node `name`, created (without a node) if new."""
+        row = self._rows.get(name)
+        if row is not None:
+            return row
+        if self._free_rows:
+            row = self._free_rows.pop()
+        else:
+            row = self._next_row
+            self._next_row += 1
+            if row == len(self._row_nodes):
+                self._allocatable = _grow(self._allocatable, axis=0)
+                self._requested = _grow(self._requested, axis=0)
+                self._row_class = _grow(self._row_class, axis=0)
+                self._row_names = _grow(self._row_names, axis=0)
+                self._row_hostnames = _grow(self._row_hostnames, axis=0)
+                self._row_nodes.extend([None] * row)
+        self._rows[name] = row
+        self._row_names[row] = name
+        return row
+
+    def _release_row_if_unused(self, row: int) -> None:
+        if self._row_nodes[row] is None and self._requested[row, 0] == 0:
+            del self._rows[self._row_names[row]]
+            self._row_names[row] = None
+            self._allocatable[row] = 0
+            self._requested[row] = 0
+            if self._excess:
+                for cell in [cell for cell in self._excess if cell[0] == row]:
+                    del self._excess[cell]
+            self._free_rows.append(row)
+
+    def _acquire_class(self, node_class: NodeClass) -> int:
+        class_id = self._class_ids.get(node_class)
+        if class_id is None:
+            if self._free_class_ids:
+                class_id = self._free_class_ids.pop()
+                self._classes[class_id] = node_class
+                self._class_refs[class_id] = 0
+            else:
+                class_id = len(self._classes)
+                self._classes.append(node_class)
+                self._class_refs.append(0)
+            self._class_ids[node_class] = class_id
+            self._classes_tuple = None
+        self._class_refs[class_id] += 1
+        return class_id
+
+    def _release_class(self, class_id: int) -> None:
+        self._class_refs[class_id] -= 1
+        if self._class_refs[class_id] == 0:
+            del self._class_ids[self._classes[class_id]]
+            self._free_class_ids.append(class_id)
+
+    # --- applying checked records (lock held; none of these can fail half-way) ---
+
+    def _apply_node(self, node: _ParsedNode) -> bool:
+        row = self._row(node.name)
+        columns = [(self._column(resource), amount) for resource, amount in node.allocatable.items()]
+        values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
+        for column, amount in columns:
+            values[column] = amount
+        state = self._row_nodes[row]
+        class_id = self._acquire_class(node.node_class)
+        if state is not None:
+            self._release_class(state.class_id)
+            if (
+                state.class_id == class_id
+                and state.zone == node.zone
+                and state.hostname == node.hostname
+                and np.array_equal(self._allocatable[row], values)
+            ):
+                return False  # a status heartbeat: nothing the estimates look at changed
+            if state.zone != node.zone:
+                self._tree.remove(state.zone, node.name)
+                self._tree.add(node.zone, node.name, row)  # moves to the end of its new zone
+                self._order = None
+        else:
+            self._tree.add(node.zone, node.name, row)
+            self._order = None
+        if state is None or state.hostname != node.hostname:
+            self._hostnames = None
+        self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
+        self._row_class[row] = class_id
+        self._row_hostnames[row] = node.hostname
+        self._allocatable[row] = values
+        return True
+
+    def _remove_node(self, name: str) -> bool:
+        row = self._rows.get(name)
+        state = None if row is None else self._row_nodes[row]
+        if state is None:
+            return False
+        self._tree.remove(state.zone, name)
+        self._release_class(state.class_id)
+        self._row_nodes[row] = None
+        self._row_hostnames[row] = None
+        self._allocatable[row] = 0
+        self._release_row_if_unused(row)  # kept while pods still count on it
+        self._order = None
+        return True
+
+    def _apply_pod(self, record: PodRecord) -> bool:
+        key = (record.namespace, record.name)
+        changed = self._workloads.set_pod(record.namespace, record.name, record.unschedulable)
+        old = self._pods.get(key)
+        counted = bool(record.node_name)
+        amounts = tuple((self._column(r), amount) for r, amount in record.requests) if counted else ()
+        if old is None or not counted or old != (self._rows.get(record.node_name), amounts):
+            if old is not None:
+                self._uncount(key, old)  # first: it may free the row we are about to use
+            if counted:
+                self._count(key, (self._row(record.node_name), amounts))
+            changed = changed or old is not None or counted
+        return changed
+
+    def _remove_pod(self, key: tuple[str, str]) -> bool:
+        changed = self._workloads.set_pod(key[0], key[1], None)
+        old = self._pods.get(key)
+        if old is not None:
+            self._uncount(key, old)
+            changed = True
+        return changed
+
+    def _add_requested(self, row: int, column: int, amount: int) -> None:
+        """requested[row, column] += amount, exactly: a sum beyond int64 is kept in `_excess`
+        and the array holds int64 max (nothing fits there) until it comes back in range."""
+        cell = (row, column)
+        excess = self._excess.get(cell) if self._excess else None
+        total = (int(self._requested[row, column]) if excess is None else excess) + amount
+        if total > MAX_INT64:
+            self._excess[cell] = total
+            self._requested[row, column] = MAX_INT64
+        else:
+            if excess is not None:
+                del self._excess[cell]
+            self._requested[row, column] = total
+
+    def _count(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
+        row, amounts = record
+        self._requested[row, 0] += 1
+        for column, amount in amounts:
+            self._add_requested(row, column, amount)
+        self._pods[key] = record
+
+    def _uncount(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
+        row, amounts = record
+        self._requested[row, 0] -= 1
+        for column, amount in amounts:
+            self._add_requested(row, column, -amount)
+        del self._pods[key]
+        self._release_row_if_unused(row)
+
+    def _apply_quota(self, record: QuotaRecord) -> bool:
+        key = (record.namespace, record.name)
+        if self._quotas.get(key) == record:
+            return False
+        self._quotas[key] = record
+        self._quotas_by_namespace = None
+        return True
+
+    def _remove_quota(self, key: tuple[str, str]) -> bool:
+        if self._quotas.pop(key, None) is None:
+            return False
+        self._quotas_by_namespace = None
+        return True
+
+    def _apply(self, kind: str, record) -> bool:
+        if kind == "Pod":
+            return self._apply_pod(record)
+        if kind == "Node":
+            return self._apply_node(record)
+        if kind == "ResourceQuota":
+            return self._apply_quota(record)
+        if kind == "ReplicaSet":
+            return self._workloads.set_replicaset(record.namespace, record.name, record)
+        if kind == "Deployment":
+            return self._workloads.set_deployment(record.namespace, record.name, record)
+        raise ValueError(f"unknown kind {kind!r}")
+
+    def _remove(self, kind: str, key) -> bool:
+        if kind == "Pod":
+            return self._remove_pod(key)
+        if kind == "Node":
+            return self._remove_node(key)
+        if kind == "ResourceQuota":
+            return self._remove_quota(key)
+        if kind == "ReplicaSet":
+            return self._workloads.set_replicaset(key[0], key[1], None)
+        if kind == "Deployment":
+            return self._workloads.set_deployment(key[0], key[1], None)
+        raise ValueError(f"unknown kind {kind!r}")
+
+    # --- the update API ---
+
+    def apply(self, kind: str, record) -> None:
+        """Apply a record from `parse_object(kind, ...)`."""
+        with self._lock:
+            if self._apply(kind, record):
+                self._changed()
+
+    def delete(self, kind: str, key) -> None:
+        """Remove the object `key` (a node name, or (namespace, name)) of `kind`, if held."""
+        with self._lock:
+            if self._remove(kind, key):
+                self._changed()
+
+    def replace_kind(self, kind: str, records, keep=()) -> int:
+        """Make `records` the whole of `kind` in one step (a relist): apply each, keep the keys
+        in `keep` as they are (listed, but malformed: their last good state stays), remove
+        every other key. Returns how many were removed. One lock hold, one version: an
+        estimate sees the state before the relist or after it, never pages of it."""
+        listed = set(keep)
+        self.busy = True
+        try:
+            with self._lock:
+                changed = False
+                for record in records:
+                    listed.add(record_key(kind, record))
+                    changed = self._apply(kind, record) or changed
+                stale = self._keys(kind) - listed
+                for key in stale:
+                    changed = self._remove(kind, key) or changed
+                if changed:
+                    self._changed()
+                return len(stale)
+        finally:
+            self.busy = False
+
+    def upsert(self, kind: str, obj: Mapping) -> None:
+        """Parse `obj` of `kind` (one of KINDS) and apply it; a malformed object changes nothing."""
+        self.apply(kind, parse_object(kind, obj))
+
+    def upsert_node(self, obj: Mapping) -> None:
+        self.apply("Node", parse_node(obj))
+
+    def delete_node(self, name: str) -> None:
+        self.delete("Node", name)
+
+    def upsert_pod(self, obj: Mapping) -> None:
+        self.apply("Pod", pod_record(obj))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.delete("Pod", (namespace, name))
+
+    def upsert_quota(self, obj: Mapping) -> None:
+        self.apply("ResourceQuota", quota_record(obj))
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        self.delete("ResourceQuota", (namespace, name))
+
+    def upsert_deployment(self, obj: Mapping) -> None:
+        self.apply("Deployment", deployment_record(obj))
+
+    def delete_deployment(self, namespace: str, name: str) -> None:
+        self.delete("Deployment", (namespace, name))
+
+    def upsert_replicaset(self, obj: Mapping) -> None:
+        self.apply("ReplicaSet", replicaset_record(obj))
+
+    def delete_replicaset(self, namespace: str, name: str) -> None:
+        self.delete("ReplicaSet", (namespace, name))
+
+    # --- reading ---
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def keys(self, kind: str) -> set:
+        """The keys of every object of `kind` the cache holds something for: node names, or
+        (namespace, name) for the namespaced kinds. A list/watch relist deletes the ones the
+        API server no longer lists. Pods count when bound and not terminal, or when they are
+        unschedulable; other pods leave nothing behind, so they are not keys either.
+        """
+        with self._lock:
+            return self._keys(kind)
+
+    def _keys(self, kind: str) -> set:
+        if kind == "Node":
+            return {name for name, row in self._rows.items() if self._row_nodes[row] is not None}
+        if kind == "ResourceQuota":
+            return set(self._quotas)
+        if kind not in ("Pod", "ReplicaSet", "Deployment"):
+            raise ValueError(f"unknown kind {kind!r}")
+        index = self._workloads.index()
+        if kind == "Pod":
+            keys = set(self._pods)
+            by_namespace = index.unschedulable
+        else:
+            keys = set()
+            by_namespace = index.replicasets if kind == "ReplicaSet" else index.deployments
+        for namespace, records in by_namespace.items():
+            keys.update((namespace, name) for name in records)
+        return keys
+
+    def stats(self) -> dict[str, int]:
+        """Sizes for logs and metrics."""
+        with self._lock:
+            return {
+                "nodes": len(self._tree),
+                "rows": len(self._rows),
+                "rows_ever_used": self._next_row,
+                "counted_pods": len(self._pods),
+                "node_classes": len(self._class_ids),
+                "resources": len(self._column_names),
+                "quotas": len(self._quotas),
+                **self._workloads.counts(),
+            }
+
+    def snapshot(self) -> ClusterSnapshot:
+        """An immutable, consistent copy in Karmada's node order (reused while unchanged)."""
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != self._version:
+                self._snapshot = self._build_snapshot()
+            return self._snapshot
+
+    def _build_snapshot(self) -> ClusterSnapshot:
+        if self._order is None:
+            rows = self._tree.order()
+            self._order = (rows, tuple(self._row_names[rows].tolist()))
+            self._hostnames = None
+        rows, names = self._order
+        if self._hostnames is None:
+            self._hostnames = tuple(self._row_hostnames[rows].tolist())
+            self._positions = {}
+        if self._classes_tuple is None:
+            self._classes_tuple = tuple(self._classes)
+        if self._resource_names is None:
+            self._resource_names = tuple(self._column_names)
+        if self._quotas_by_namespace is None:
+            grouped: dict[str, list[QuotaRecord]] = {}
+            for (namespace, _), record in sorted(self._quotas.items()):
+                grouped.setdefault(namespace, []).append(record)
+            self._quotas_by_namespace = {ns: tuple(records) for ns, records in grouped.items()}
+        width = len(self._column_names)
+        allocatable = self._allocatable[rows, :width]
+        available = allocatable - self._requested[rows, :width]
+        np.maximum(available, 0, out=available)
+        return ClusterSnapshot(
+            version=self._version,
+            node_names=names,
+            resource_names=self._resource_names,
+            allocatable=allocatable,
+            available=available,
+            node_class=self._row_class[rows],
+            classes=self._classes_tuple,
+            quotas=self._quotas_by_namespace,
+            workloads=self._workloads.index(),
+            updated_at=self._updated_at,
+            hostnames=self._hostnames,
+            _positions=self._positions,
+        )
+
+
+def _grow(array: np.ndarray, axis: int) -> np.ndarray:
+    """A copy twice as long along `axis`, zero (or None) filled."""
+    shape = list(array.shape)
+    shape[axis] *= 2
+    grown = np.zeros(shape, dtype=array.dtype) if array.dtype != object else np.empty(shape, dtype=object)
+    grown[tuple(slice(0, n) for n in array.shape)] = array
+    return grown

@@ -1,0 +1,123 @@
+"""A pod's effective resource requests, computed the way the kube-scheduler counts them.
+
+Pure functions over Kubernetes objects as dicts (JSON/YAML camelCase). The result holds
+only counted resources (`resources.is_counted`) as int64 units (cpu in millicores), with
+zero entries dropped, so callers can add it straight into a node's requested row.
+
+    effective = max(sum(app containers) + sum(sidecars),
+                    max over init containers i of (init_i + sidecars started before i))
+    pod-level spec.resources.requests replace `effective` for the names they set
+    + spec.overhead
+
+Each quantity is rounded to an integer before summing, as Karmada's NodeInfo does
+(util.Resource.Add converts every container's quantity on its own).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from estimator.core.resources import CPU, MEMORY, is_counted, is_hugepages, parse_resource_list
+
+# Restartable init containers ("sidecars") have this container-level restartPolicy.
+SIDECAR_RESTART_POLICY = "Always"
+
+
+def _is_pod_level_resource(name: str) -> bool:
+    # resourcehelper.IsSupportedPodLevelResource: cpu, memory (and hugepages since 1.34).
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+def _parse_list(resource_list: Any, where: str) -> dict[str, int]:
+    """A ResourceList's counted entries as ints; `where` names the owner in errors."""
+    return parse_resource_list(resource_list, where, keep=is_counted)
+
+
+def _container_requests(container: Any, kind: str, index: int) -> dict[str, int]:
+    if not isinstance(container, dict):
+        raise ValueError(f"{kind} #{index}: expected a mapping")
+    label = f"{kind} {container.get('name', f'#{index}')!r}"
+    resources = container.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise ValueError(f"{label}: resources: expected a mapping")
+    requests = _parse_list(resources.get("requests"), f"{label}: requests")
+    # A request left out defaults to the limit (API server defaulting for pods,
+    # AddPodTemplateRequest for templates).
+    for name, amount in _parse_list(resources.get("limits"), f"{label}: limits").items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _raise_to(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        if amount > total.get(name, 0):
+            total[name] = amount
+
+
+def _containers(spec: Mapping, key: str) -> Iterable[Any]:
+    containers = spec.get(key) or []
+    if not isinstance(containers, list):
+        raise ValueError(f"spec.{key}: expected a list")
+    return containers
+
+
+def pod_spec_requests(spec: Mapping) -> dict[str, int]:
+    """Effective requests of a PodSpec (see the module docstring for the formula)."""
+    if not isinstance(spec, dict):
+        raise ValueError("spec: expected a mapping")
+    total: dict[str, int] = {}
+    requested_by_containers: set[str] = set()
+    for i, container in enumerate(_containers(spec, "containers")):
+        requests = _container_requests(container, "container", i)
+        requested_by_containers.update(requests)
+        _add(total, requests)
+
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, container in enumerate(_containers(spec, "initContainers")):
+        requests = _container_requests(container, "init container", i)
+        requested_by_containers.update(requests)
+        if container.get("restartPolicy") == SIDECAR_RESTART_POLICY:
+            # A sidecar keeps running next to the app containers and later init containers.
+            _add(total, requests)
+            _add(sidecars, requests)
+            _raise_to(init_peak, sidecars)
+        else:
+            running = dict(requests)
+            _add(running, sidecars)
+            _raise_to(init_peak, running)
+    _raise_to(total, init_peak)
+
+    pod_resources = spec.get("resources") or {}
+    if not isinstance(pod_resources, dict):
+        raise ValueError("spec.resources: expected a mapping")
+    pod_level = _parse_list(pod_resources.get("requests"), "pod-level resources: requests")
+    # API server defaulting: a pod-level limit with no pod-level request becomes the request
+    # only when no container asks for that resource (otherwise the container sum stands).
+    for name, amount in _parse_list(pod_resources.get("limits"), "pod-level resources: limits").items():
+        if name not in pod_level and name not in requested_by_containers:
+            pod_level[name] = amount
+    for name, amount in pod_level.items():
+        if _is_pod_level_resource(name):
+            total[name] = amount
+
+    _add(total, _parse_list(spec.get("overhead"), "spec.overhead"))
+    return {name: amount for name, amount in total.items() if amount != 0}
+
+
+def pod_requests(pod: Mapping) -> dict[str, int]:
+    """Effective requests of a Pod object; ValueError names the container and resource."""
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    return pod_spec_requests(spec or {})
+
+
+def pod_template_requests(template: Mapping) -> dict[str, int]:
+    """Effective requests of a PodTemplateSpec (`{metadata, spec}`), e.g. a job replica's."""
+    if not isinstance(template, dict):
+        raise ValueError("template: expected a mapping")
+    return pod_spec_requests(template.get("spec") or {})

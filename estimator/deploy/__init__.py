@@ -1,0 +1,1 @@
+"""Deployment: the Kubernetes manifests `karmada-estimator manifests` renders."""

@@ -1,0 +1,87 @@
+"""The `karmada-estimator manifests` subcommand: its arguments, and writing the rendered
+manifests to stdout or one file per cluster (the rendering is estimator.deploy.manifests)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+from estimator.deploy.manifests import ANTI_AFFINITY, Options, OptionsError, PARTS, check, to_yaml
+
+
+SUMMARY = "Render the Kubernetes manifests of the estimator for one member cluster."
+EPILOG = ("Host objects go to the cluster running Karmada (namespace --namespace); member objects "
+          "(ServiceAccount, token Secret, read-only ClusterRole) go to the member itself. "
+          "Secrets holding credentials are never rendered: see README, 'Operating the estimator'.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The subcommand's parser on its own; `karmada-estimator manifests` is the same one,
+    added as a subparser of the estimator's command line (estimator/__main__.py)."""
+    p = argparse.ArgumentParser(prog="karmada-estimator manifests", description=SUMMARY, epilog=EPILOG)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = Options(cluster_name="x")
+    p.add_argument("--cluster-name", required=True, help="Member cluster name, as registered in Karmada.")
+    p.add_argument("--image", default=d.image, help=f"Estimator image (default {d.image}).")
+    p.add_argument("--image-pull-policy", default=d.image_pull_policy, choices=("Always", "IfNotPresent", "Never"))
+    p.add_argument("--namespace", default=d.namespace, help="Host namespace karmada-scheduler looks in.")
+    p.add_argument("--member-namespace", default=d.member_namespace,
+                   help="Namespace created on the member for the ServiceAccount.")
+    p.add_argument("--part", choices=PARTS, default="all", help="Which cluster's objects to render.")
+    p.add_argument("--replicas", type=int, default=d.replicas)
+    p.add_argument("--anti-affinity", choices=ANTI_AFFINITY, default=d.anti_affinity,
+                   help="required: replicas never share a node (needs as many nodes as replicas); "
+                        "preferred: spread when possible (single-node test clusters).")
+    p.add_argument("--tls-secret", default=d.tls_secret, help="Secret with tls.crt, tls.key and ca.crt.")
+    p.add_argument("--kubeconfig-secret", default="",
+                   help="Secret holding the member kubeconfig under key <cluster>-kubeconfig "
+                        "(default <cluster>-kubeconfig).")
+    p.add_argument("--packing", choices=("best", "first-fit"), default=d.packing)
+    p.add_argument("--parallelism", type=int, default=d.parallelism)
+    p.add_argument("--max-concurrent-requests", type=int, default=d.max_concurrent_requests)
+    p.add_argument("--max-request-bytes", type=int, default=d.max_request_bytes)
+    p.add_argument("--shutdown-grace-period", type=int, default=d.shutdown_grace_period,
+                   help="Seconds in-flight calls get on termination; the pod's termination grace is 10 s more.")
+    p.add_argument("--cpu-request", default=d.cpu_request)
+    p.add_argument("--memory-request", default=d.memory_request)
+    p.add_argument("--cpu-limit", default=d.cpu_limit)
+    p.add_argument("--memory-limit", default=d.memory_limit)
+    p.add_argument("--priority-class", default="", help="priorityClassName of the pods (default none).")
+    p.add_argument("--service-monitor", action="store_true",
+                   help="Also render a prometheus-operator ServiceMonitor.")
+    p.add_argument("--v", type=int, default=0, dest="log_verbosity", help="Estimator log verbosity.")
+    p.add_argument("-o", "--output-dir", type=Path, default=None,
+                   help="Write <cluster>-host.yaml and <cluster>-member.yaml here instead of stdout.")
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    fields = {f for f in Options.__dataclass_fields__}
+    return Options(**{k: v for k, v in vars(args).items() if k in fields})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    return run(parser, parser.parse_args(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Render what the parsed arguments ask for; a bad option is parser.error (exit 2)."""
+    options = options_from(args)
+    try:
+        check(options)
+    except OptionsError as error:
+        parser.error(str(error))
+    if args.output_dir is None:
+        sys.stdout.write(to_yaml(options, args.part))
+        return 0
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    for section in (("host", "member") if args.part == "all" else (args.part,)):
+        path = args.output_dir / f"{options.cluster_name}-{section}.yaml"
+        path.write_text(to_yaml(options, section))
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,153 @@
+"""ResourceQuota: how many more replicas / sets the namespace's quotas admit.
+
+Mirrors Karmada's ResourceQuotaEstimator, plus pod-count quotas (`pods`, `count/pods`),
+which Karmada leaves out. A quota applies when it has no scopes, or when one of its scope
+requirements is a PriorityClass requirement the request's priorityClassName satisfies
+(Karmada's rule; other scopes cannot be judged from a request and never match).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Iterable, Sequence
+
+from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicasQuery
+from estimator.core.resources import CPU, MAX_INT32, MEMORY, PODS, is_extended as _is_extended
+from estimator.core.snapshot import QuotaRecord, ScopeRequirement
+from estimator.estimate.framework import Code, EstimateContext, PluginResult
+
+NAME = "ResourceQuotaEstimator"
+
+PRIORITY_CLASS_SCOPE = "PriorityClass"
+_REQUESTS_PREFIX = "requests."
+_LIMITS_PREFIX = "limits."
+_POD_COUNT_NAMES = {"pods": PODS, "count/pods": PODS}
+
+# A regular-expression check per resource per request; the names repeat.
+is_extended = functools.lru_cache(maxsize=1024)(_is_extended)
+
+
+def _constrained_name(quota_name: str) -> str | None:
+    """The request resource a quota entry bounds, or None (limits, storage, object counts)."""
+    if quota_name in _POD_COUNT_NAMES:
+        return _POD_COUNT_NAMES[quota_name]
+    if quota_name.startswith((_LIMITS_PREFIX, "count/")):
+        return None  # limits are not requests; object counts other than pods do not bound pods
+    name = quota_name[len(_REQUESTS_PREFIX):] if quota_name.startswith(_REQUESTS_PREFIX) else quota_name
+    if name in (CPU, MEMORY) or is_extended(name):
+        return name
+    return None
+
+
+def free_amounts(quota: QuotaRecord) -> dict[str, int]:
+    """hard - used per bounded resource; `cpu` and `requests.cpu` both bound cpu (keep the tighter)."""
+    free: dict[str, int] = {}
+    for quota_name, hard in quota.hard.items():
+        name = _constrained_name(quota_name)
+        if name is None or quota_name not in quota.used:
+            continue
+        amount = hard - quota.used[quota_name]
+        free[name] = min(free.get(name, amount), amount)
+    return free
+
+
+def _scope_matches(scope: ScopeRequirement, priority_class: str) -> bool:
+    if scope.scope_name != PRIORITY_CLASS_SCOPE:
+        return False
+    has_class = priority_class != ""
+    if scope.operator == "Exists":
+        return has_class
+    if scope.operator == "DoesNotExist":
+        return not has_class
+    if scope.operator == "In":
+        return has_class and priority_class in scope.values
+    if scope.operator == "NotIn":
+        return not has_class or priority_class not in scope.values
+    return False
+
+
+def quota_applies(quota: QuotaRecord, priority_class: str) -> bool:
+    return not quota.scopes or any(_scope_matches(s, priority_class) for s in quota.scopes)
+
+
+def _demand(components: Iterable[Component]) -> dict[str, int]:
+    """Quota usage of one set: replicas x per-replica request, plus one pod per replica."""
+    demand: dict[str, int] = {}
+    for component in components:
+        demand[PODS] = demand.get(PODS, 0) + component.replicas
+        for name, amount in component.shape.requests:
+            if name in (CPU, MEMORY) or is_extended(name):
+                demand[name] = demand.get(name, 0) + amount * component.replicas
+    return demand
+
+
+def _matching(components: Iterable[Component], quota: QuotaRecord) -> list[Component]:
+    if not quota.scopes:
+        return list(components)
+    return [c for c in components if quota_applies(quota, c.shape.priority_class)]
+
+
+def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Component]:
+    return [c for w in assumed if w.namespace == namespace for c in w.components]
+
+
+def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: list[Component], assumed: list[Component]
+             ) -> tuple[int, str]:
+    """How many units of `wanted` the quota admits after in-flight usage, and why (`free`:
+    the quota's free_amounts, a private copy)."""
+    if not wanted:
+        return MAX_INT32, ""
+    for name, amount in _demand(_matching(assumed, quota)).items():
+        if name in free:
+            free[name] -= amount
+            if free[name] < 0:
+                return 0, f"ResourceQuota {quota.namespace}/{quota.name}: {name} used up by in-flight workloads"
+    best, reason = MAX_INT32, ""
+    for name, per_unit in _demand(wanted).items():
+        if per_unit <= 0 or name not in free:
+            continue
+        allowed = max(free[name], 0) // per_unit
+        if allowed < best:
+            best = allowed
+            reason = (f"ResourceQuota {quota.namespace}/{quota.name}: {name} free {max(free[name], 0)}, "
+                      f"needed {per_unit} each")
+    return best, reason
+
+
+class ResourceQuotaPlugin:
+    NAME = NAME
+
+    def _estimate(self, ctx: EstimateContext, namespace: str, wanted_for, assumed: list[Component]) -> PluginResult:
+        quotas = ctx.snapshot.quotas.get(namespace, ()) if namespace else ()
+        if not quotas:
+            return PluginResult(MAX_INT32)
+        # Free amounts depend only on the snapshot's quotas: worked out once per namespace.
+        free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
+        value, reason = MAX_INT32, ""
+        for quota, quota_free in zip(quotas, free):
+            allowed, why = _allowed(quota, dict(quota_free), wanted_for(quota), assumed)
+            if allowed < value:
+                value, reason = allowed, why
+        if value == 0:
+            return PluginResult(0, Code.UNSCHEDULABLE, reason)
+        return PluginResult(value, reason=reason)
+
+    def estimate_replicas(self, ctx: EstimateContext, query: ReplicasQuery) -> PluginResult:
+        shape = query.shape
+        if shape is None:
+            return PluginResult(MAX_INT32)
+        one = Component("replica", 1, shape)
+        return self._estimate(
+            ctx, shape.namespace, lambda quota: _matching([one], quota), _assumed_in(query.assumed, shape.namespace)
+        )
+
+    def estimate_components(self, ctx: EstimateContext, query: ComponentSetsQuery) -> PluginResult:
+        if not query.components:
+            return PluginResult(MAX_INT32)
+        return self._estimate(
+            ctx,
+            query.namespace,
+            lambda quota: _matching(query.components, quota),
+            _assumed_in(query.assumed, query.namespace),
+        )
+

@@ -1,0 +1,418 @@
+"""Protobuf requests -> model.py dataclasses: decode, validate, normalise.
+
+Pure translation, no I/O and no gRPC. The Kubernetes objects that travel as bytes
+(quantities, node affinity, tolerations) are decoded here, so nothing downstream sees a
+wire type. Every rejection is an InvalidRequest naming the offending field by its path
+in the request, e.g. `components[1].replicaRequirements.resourceRequestBytes["nvidia.com/gpu"]`.
+
+Two wire forms: Karmada v1.16/v1.17 schedulers send the Kubernetes objects as messages
+in the original fields (resourceRequest, nodeAffinity, tolerations), v1.19 as bytes in
+the *Bytes fields, v1.18 both. As in Karmada's readers, a non-empty bytes field wins and
+the original field is the fallback; when both are present they must say the same thing,
+else the request is refused naming the original field.
+
+Normalisation follows Karmada's Go estimator (see semantics.md, "Parity details"):
+request entries that are not positive, `pods`, and names a node-fit check does not count
+are dropped; zero affinity terms mean no constraint. Unlike Go, which silently lets a
+malformed affinity term match nothing, we reject malformed input outright (wire contract).
+
+Limits (`LIMITS`): counts of components, assumed workloads, requests, selector entries,
+affinity terms, expressions, values and tolerations are bounded far above any real job,
+so one request cannot hold a worker for seconds; a count over its limit is refused before
+any item is converted, naming the field. `lenient_decoder` lets a request body that does
+not decode reach the servicer, which answers INVALID_ARGUMENT (gRPC itself says INTERNAL).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import json
+from collections.abc import Mapping, Sequence
+
+from google.protobuf.message import DecodeError, Message
+
+from estimator.core import model
+from estimator.core.errors import InvalidRequest
+from estimator.core.labels import is_int64
+from estimator.core.resources import MAX_INT32, PODS, QuantityError, is_counted as _is_counted, quantity_to_int
+from estimator.pb import estimator_pb2 as pb
+from estimator.pb import k8s_core_pb2 as core
+from estimator.pb import k8s_resource_pb2 as k8s_resource
+
+__all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "remembered",
+           "replicas_query", "workload_ref"]
+
+_NANOSECONDS_PER_SECOND = 1e9
+_TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
+_TAINT_EFFECTS = ("", *model.TAINT_EFFECTS)  # "" matches every effect
+_OPERATOR_NAMES = ", ".join(model.NODE_SELECTOR_OPERATORS)
+_EFFECT_NAMES = ", ".join(model.TAINT_EFFECTS)
+_FIELD_SELECTOR_KEY = "metadata.name"  # the only node field Kubernetes selects on
+
+# Most entries one repeated field or map may carry. Real jobs use a handful of each; the
+# bounds keep the worst accepted request to tens of milliseconds of conversion and packing.
+LIMITS = {
+    "components": 1024,  # per request, and per assumed workload
+    "assumedWorkloads": 1024,
+    "assumedComponents": 4096,  # over all assumed workloads of a request
+    "resourceRequestBytes": 128,
+    "nodeSelector": 256,
+    "nodeSelectorTerms": 128,
+    "matchExpressions": 256,  # per term (matchFields too)
+    "values": 4096,  # per requirement
+    "tolerationsBytes": 256,
+}
+
+
+def _limit(count: int, kind: str, path: str) -> None:
+    if count > LIMITS[kind]:
+        raise InvalidRequest(path, f"has {count} entries, more than the {LIMITS[kind]} this estimator accepts")
+
+
+# A regular-expression check per name per request; requests repeat the same few names.
+is_counted = functools.lru_cache(maxsize=1024)(_is_counted)
+
+# ---------------------------------------------------------------------------------------
+# Request bodies
+
+
+class Undecodable:
+    """A request body that is not a valid encoding of its message type."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+
+def lenient_decoder(message_type: type[Message]):
+    """gRPC request deserializer that never raises: bad bytes become an Undecodable, so the
+    servicer can answer INVALID_ARGUMENT instead of gRPC's INTERNAL."""
+    type_name = message_type.DESCRIPTOR.full_name
+
+    def decode(data: bytes):
+        try:
+            return message_type.FromString(data)
+        except Exception:  # noqa: BLE001 - DecodeError, or anything else the runtime raises on bad bytes
+            return Undecodable(type_name)
+
+    return decode
+
+
+def check_decoded(request) -> None:
+    if isinstance(request, Undecodable):
+        raise InvalidRequest("request", f"is not a valid encoding of {request.type_name}")
+
+
+# ---------------------------------------------------------------------------------------
+# Requests
+
+
+def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
+    """MaxAvailableReplicas: shape is None when replicaRequirements is unset."""
+    shape = None
+    # v1.16/v1.17 embed replicaRequirements by value, so "none" arrives as an empty message.
+    if req.HasField("replicaRequirements") and req.replicaRequirements.ListFields():
+        requirements = req.replicaRequirements
+        shape = _shape(requirements, "replicaRequirements", requirements.namespace)
+    return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads))
+
+
+def component_sets_query(req: pb.MaxAvailableComponentSetsRequest) -> model.ComponentSetsQuery:
+    """MaxAvailableComponentSets: every component's shape carries the request namespace."""
+    return model.ComponentSetsQuery(
+        components=_components(req.components, "components", req.namespace),
+        namespace=req.namespace,
+        assumed=_assumed_workloads(req.assumedWorkloads),
+    )
+
+
+def workload_ref(req: pb.UnschedulableReplicasRequest) -> model.WorkloadRef:
+    """GetUnschedulableReplicas: the threshold travels in nanoseconds; negative counts as 0."""
+    if not req.HasField("resource"):
+        raise InvalidRequest("resource", "must be set: it names the workload to inspect")
+    ref = req.resource
+    return model.WorkloadRef(
+        api_version=ref.apiVersion,
+        kind=ref.kind,
+        namespace=ref.namespace,
+        name=ref.name,
+        threshold_seconds=max(req.unschedulableThreshold, 0) / _NANOSECONDS_PER_SECOND,
+    )
+
+
+# Requests at most this long (serialised) are remembered by `remembered`; a real job's is
+# a few hundred bytes, and the bound keeps the memo's memory small whatever callers send.
+_MEMO_MAX_BYTES = 4096
+
+
+@functools.lru_cache(maxsize=512)
+def _converted(convert, message_type: type[Message], encoded: bytes):
+    return convert(message_type.FromString(encoded))
+
+
+def remembered(convert, req: Message):
+    """`convert(req)`, remembered by the request's deterministic encoding: the scheduler sends
+    the same few requests again and again, and converting one costs ~15x encoding it. The
+    results are immutable; a request that fails to convert is not remembered (it raises again)."""
+    encoded = req.SerializeToString(deterministic=True)
+    if len(encoded) > _MEMO_MAX_BYTES:
+        return convert(req)
+    return _converted(convert, type(req), encoded)
+
+
+# ---------------------------------------------------------------------------------------
+# Components and replica shapes
+
+
+def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload]) -> tuple[model.AssumedWorkload, ...]:
+    _limit(len(workloads), "assumedWorkloads", "assumedWorkloads")
+    _limit(sum(len(workload.components) for workload in workloads), "assumedComponents", "assumedWorkloads")
+    return tuple(
+        model.AssumedWorkload(
+            namespace=workload.namespace,
+            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace),
+        )
+        for i, workload in enumerate(workloads)
+    )
+
+
+def _components(components: Sequence[pb.Component], path: str, namespace: str) -> tuple[model.Component, ...]:
+    _limit(len(components), "components", path)
+    converted = []
+    for i, component in enumerate(components):
+        at = f"{path}[{i}]"
+        if component.replicas < 0:
+            raise InvalidRequest(f"{at}.replicas", f"must not be negative, got {component.replicas}")
+        if component.HasField("replicaRequirements"):
+            shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace)
+        else:
+            shape = model.ReplicaShape(namespace=namespace)
+        converted.append(model.Component(name=component.name, replicas=component.replicas, shape=shape))
+    # Replica counts of a set are int32 on the wire and in Go's arithmetic; so is their sum.
+    total = sum(component.replicas for component in converted)
+    if total > MAX_INT32:
+        raise InvalidRequest(path, f"replicas of one set add up to {total}, more than {MAX_INT32}")
+    return tuple(converted)
+
+
+def _shape(
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str, namespace: str
+) -> model.ReplicaShape:
+    # Both requirement messages share these three fields' names (their numbers differ).
+    claim = model.NO_CLAIM
+    if requirements.HasField("nodeClaim"):
+        claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim")
+    return model.ReplicaShape(
+        requests=_resource_requests(requirements, path),
+        claim=claim,
+        namespace=namespace,
+        priority_class=requirements.priorityClassName,
+    )
+
+
+def _resource_requests(
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str
+) -> tuple[tuple[str, int], ...]:
+    """Counted, positive requests sorted by name, from whichever form the request carries."""
+    amounts = None
+    if requirements.resourceRequestBytes:
+        amounts = _amounts(requirements.resourceRequestBytes, f"{path}.resourceRequestBytes", _quantity)
+    if requirements.resourceRequest:
+        original = _amounts(requirements.resourceRequest, f"{path}.resourceRequest", _quantity_message)
+        if amounts is not None and original != amounts:
+            differences = _differences(original, amounts)
+            raise InvalidRequest(f"{path}.resourceRequest", f"disagrees with resourceRequestBytes: {differences}")
+        amounts = original
+    return tuple((name, amount) for name, amount in (amounts or {}).items()
+                 if amount > 0 and name != PODS and is_counted(name))
+
+
+def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
+    """Every entry's amount, by name in sorted order. Every entry is validated, even ones the
+    estimate ignores, as Go fails the whole request when any quantity does not unmarshal."""
+    _limit(len(entries), "resourceRequestBytes", path)
+    amounts = {}
+    for name in sorted(entries):
+        try:
+            amounts[name] = amount_of(name, entries[name])
+        except _BadQuantity as bad:  # the field path is only spelled out when it is needed
+            raise InvalidRequest(f"{path}[{json.dumps(name, ensure_ascii=False)}]", str(bad)) from None
+    return amounts
+
+
+def _differences(original: dict[str, int], encoded: dict[str, int]) -> str:
+    names = sorted(set(original) | set(encoded))
+    shown = [f"{name} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
+             for name in names if original.get(name) != encoded.get(name)]
+    return "; ".join(shown)
+
+
+class _BadQuantity(ValueError):
+    pass
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity(name: str, encoded: bytes) -> int:
+    """Requests repeat the same few encoded quantities; decode each once."""
+    try:
+        quantity = k8s_resource.Quantity.FromString(encoded)
+    except DecodeError:
+        raise _BadQuantity(f"is not a valid encoding of {k8s_resource.Quantity.DESCRIPTOR.full_name}") from None
+    return _quantity_text(name, quantity.string)
+
+
+def _quantity_message(name: str, quantity: k8s_resource.Quantity) -> int:
+    return _quantity_text(name, quantity.string)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(name: str, text: str | bytes) -> int:
+    if not isinstance(text, str):
+        raise _BadQuantity("is not valid UTF-8")
+    if not text:
+        # Go reads a Quantity without its string as zero and would drop the entry; Go's
+        # Marshal always writes the string, so only a broken client sends this. Refuse it.
+        raise _BadQuantity("quantity is empty")
+    try:
+        return quantity_to_int(name, text)
+    except QuantityError as error:
+        raise _BadQuantity(str(error)) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Node claims: selector, required affinity, tolerations
+
+
+def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
+    _limit(len(claim.nodeSelector), "nodeSelector", f"{path}.nodeSelector")
+    return model.NodeClaim(
+        node_selector=tuple(sorted(claim.nodeSelector.items())),
+        affinity_terms=_claim_affinity(claim, path),
+        tolerations=_claim_tolerations(claim, path),
+    )
+
+
+def _claim_affinity(claim: pb.NodeClaim, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+    terms = None
+    if claim.nodeAffinityBytes:
+        at = f"{path}.nodeAffinityBytes"
+        terms = _selector_terms(_decode(core.NodeSelector, claim.nodeAffinityBytes, at), at)
+    # Presence, not emptiness: v1.18 sends an empty selector as an empty message and no bytes.
+    if claim.HasField("nodeAffinity"):
+        original = _selector_terms(claim.nodeAffinity, f"{path}.nodeAffinity")
+        if claim.nodeAffinityBytes and original != terms:
+            raise InvalidRequest(f"{path}.nodeAffinity", "disagrees with nodeAffinityBytes")
+        terms = original
+    return terms
+
+
+def _claim_tolerations(claim: pb.NodeClaim, path: str) -> tuple[model.Toleration, ...]:
+    _limit(len(claim.tolerationsBytes), "tolerationsBytes", f"{path}.tolerationsBytes")
+    _limit(len(claim.tolerations), "tolerationsBytes", f"{path}.tolerations")
+    tolerations = tuple(
+        _toleration(_decode(core.Toleration, encoded, f"{path}.tolerationsBytes[{i}]"), f"{path}.tolerationsBytes[{i}]")
+        for i, encoded in enumerate(claim.tolerationsBytes)
+    )
+    if claim.tolerations:
+        original = tuple(_toleration(t, f"{path}.tolerations[{i}]") for i, t in enumerate(claim.tolerations))
+        if claim.tolerationsBytes and original != tolerations:
+            raise InvalidRequest(f"{path}.tolerations", "disagrees with tolerationsBytes")
+        tolerations = original
+    return tolerations
+
+
+def _selector_terms(selector: core.NodeSelector, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+    """None means no required affinity: a selector with zero terms."""
+    if not selector.nodeSelectorTerms:
+        return None
+    _limit(len(selector.nodeSelectorTerms), "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
+    return tuple(
+        _term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms)
+    )
+
+
+def _term(term: core.NodeSelectorTerm, path: str) -> model.NodeSelectorTerm:
+    # A term with neither list is kept: it matches no node, as in Kubernetes.
+    _limit(len(term.matchExpressions), "matchExpressions", f"{path}.matchExpressions")
+    _limit(len(term.matchFields), "matchExpressions", f"{path}.matchFields")
+    return model.NodeSelectorTerm(
+        match_expressions=tuple(
+            _label_requirement(r, f"{path}.matchExpressions[{i}]") for i, r in enumerate(term.matchExpressions)
+        ),
+        match_fields=tuple(_field_requirement(r, f"{path}.matchFields[{i}]") for i, r in enumerate(term.matchFields)),
+    )
+
+
+def _label_requirement(requirement: core.NodeSelectorRequirement, path: str) -> model.NodeSelectorRequirement:
+    key, operator, values = _requirement_parts(requirement, path)
+    if not key:
+        raise InvalidRequest(f"{path}.key", "must not be empty")
+    if operator in (model.OP_IN, model.OP_NOT_IN):
+        if not values:
+            raise InvalidRequest(f"{path}.values", f"operator {operator} needs at least one value")
+    elif operator in (model.OP_EXISTS, model.OP_DOES_NOT_EXIST):
+        if values:
+            raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {list(values)}")
+    elif operator in (model.OP_GT, model.OP_LT):
+        if len(values) != 1 or not is_int64(values[0]):
+            raise InvalidRequest(f"{path}.values", f"operator {operator} needs exactly one integer, got {list(values)}")
+    else:
+        raise InvalidRequest(f"{path}.operator", f"unknown operator {operator!r}, expected one of {_OPERATOR_NAMES}")
+    return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def _field_requirement(requirement: core.NodeSelectorRequirement, path: str) -> model.NodeSelectorRequirement:
+    key, operator, values = _requirement_parts(requirement, path)
+    if key != _FIELD_SELECTOR_KEY:
+        raise InvalidRequest(f"{path}.key", f"only {_FIELD_SELECTOR_KEY} can be selected on, got {key!r}")
+    if operator not in (model.OP_IN, model.OP_NOT_IN):
+        raise InvalidRequest(f"{path}.operator", f"must be In or NotIn for a field, got {operator!r}")
+    if len(values) != 1:
+        raise InvalidRequest(f"{path}.values", f"a field needs exactly one value, got {list(values)}")
+    return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def _requirement_parts(requirement: core.NodeSelectorRequirement, path: str) -> tuple[str, str, tuple[str, ...]]:
+    _limit(len(requirement.values), "values", f"{path}.values")
+    return (
+        _text(requirement.key, f"{path}.key"),
+        _text(requirement.operator, f"{path}.operator"),
+        tuple(_text(value, f"{path}.values[{i}]") for i, value in enumerate(requirement.values)),
+    )
+
+
+def _toleration(toleration: core.Toleration, path: str) -> model.Toleration:
+    key = _text(toleration.key, f"{path}.key")
+    operator = _text(toleration.operator, f"{path}.operator")
+    value = _text(toleration.value, f"{path}.value")
+    effect = _text(toleration.effect, f"{path}.effect")
+    if operator not in _TOLERATION_OPERATORS:
+        raise InvalidRequest(f"{path}.operator", f"must be Equal, Exists or empty, got {operator!r}")
+    if operator == model.TOLERATION_EXISTS and value:
+        raise InvalidRequest(f"{path}.value", f"must be empty when the operator is Exists, got {value!r}")
+    if effect not in _TAINT_EFFECTS:
+        raise InvalidRequest(f"{path}.effect", f"unknown taint effect {effect!r}, expected one of {_EFFECT_NAMES}")
+    seconds = toleration.tolerationSeconds if toleration.HasField("tolerationSeconds") else None
+    return model.Toleration(key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------
+# Decoding helpers
+
+
+def _decode(message_type: type[Message], encoded: bytes, path: str) -> Message:
+    try:
+        return message_type.FromString(encoded)
+    except DecodeError:
+        # The runtime's message adds nothing beyond "corrupt"; the type and path say more.
+        raise InvalidRequest(path, f"is not a valid encoding of {message_type.DESCRIPTOR.full_name}") from None
+
+
+def _text(value: str | bytes, path: str) -> str:
+    """A proto2 string field. Kubernetes' messages are proto2, which does not promise UTF-8;
+    the runtime then hands us the raw bytes, which no label or quantity can be."""
+    if isinstance(value, str):
+        return value
+    raise InvalidRequest(path, "is not valid UTF-8")

@@ -1,0 +1,288 @@
+"""Wiring: gRPC service + health + reflection, probe and metrics endpoints, readiness, drain.
+
+Readiness (gRPC health SERVING, /readyz 200) needs both: cluster state synced, and every
+kernel compiled or loaded from the numba cache. Until then estimates answer UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from estimator import kernels
+from estimator.cluster.state import ClusterState
+from estimator.estimate.estimate import Estimator
+from estimator.pb import service_pb2
+from estimator.service import procmem
+from estimator.service.httpendpoints import HttpEndpoint, parse_bind_address
+from estimator.service.metrics import EstimatorMetrics
+from estimator.service.servicer import EstimatorServicer, add_to_server
+
+log = logging.getLogger("estimator.server")
+
+SERVICE_NAME = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
+_MONITOR_INTERVAL = 0.5
+
+
+@dataclass
+class ServerConfig:
+    cluster_name: str
+    server_port: int = 10352
+    server_bind_address: str = "0.0.0.0"
+    health_probe_bind_address: str = ":10351"
+    metrics_bind_address: str = ":8080"
+    parallelism: int = 16
+    packing: str = "best"
+    best_budget: float | None = 1.0  # best mode's search, x first-fit's time (None: no limit)
+    grpc_auth_cert_file: str = ""
+    grpc_auth_key_file: str = ""
+    grpc_client_ca_file: str = ""
+    insecure_skip_grpc_client_verify: bool = False
+    max_concurrent_requests: int = 0  # 0: no limit
+    max_request_bytes: int = 4 * 1024 * 1024
+    shutdown_grace_seconds: float = 10.0
+    # Past this many seconds of cache staleness readiness fails (0: never, as Karmada's).
+    max_staleness: float = 0.0
+
+
+class TLSFilesError(OSError):
+    """Certificate, key or CA files that cannot serve TLS; the message names the flag."""
+
+
+def _check_tls_files(config: ServerConfig) -> None:
+    """Fail start-up naming the flag, instead of gRPC's "Failed to bind to address"."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(config.grpc_auth_cert_file, config.grpc_auth_key_file)
+    except (OSError, ValueError) as error:
+        raise TLSFilesError(f"--grpc-auth-cert-file {config.grpc_auth_cert_file} / --grpc-auth-key-file "
+                            f"{config.grpc_auth_key_file}: not a certificate and its private key ({error})") from None
+    if config.grpc_client_ca_file:
+        try:
+            context.load_verify_locations(cafile=config.grpc_client_ca_file)
+        except (OSError, ValueError) as error:
+            raise TLSFilesError(f"--grpc-client-ca-file {config.grpc_client_ca_file}: no PEM CA certificate "
+                                f"({error})") from None
+
+
+def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    """TLS as Karmada's grpcconnection.ServerConfig: no cert/key -> plaintext; a client CA ->
+    client certificates required and verified, unless --insecure-skip-grpc-client-verify
+    (then they are not even requested, as Go leaves ClientAuth at NoClientCert).
+
+    Differs from Go in one respect: gRPC Python cannot set a minimum TLS version, so
+    TLS 1.2 clients are accepted where Karmada's server insists on TLS 1.3."""
+    if not config.grpc_auth_cert_file or not config.grpc_auth_key_file:
+        return None
+    _check_tls_files(config)
+    key = Path(config.grpc_auth_key_file).read_bytes()
+    cert = Path(config.grpc_auth_cert_file).read_bytes()
+    ca = Path(config.grpc_client_ca_file).read_bytes() if config.grpc_client_ca_file else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)],
+        root_certificates=ca,
+        require_client_auth=bool(ca) and not config.insecure_skip_grpc_client_verify,
+    )
+
+
+class EstimatorServer:
+    def __init__(self, config: ServerConfig, state: ClusterState):
+        self.config = config
+        self.state = state
+        self.metrics = EstimatorMetrics()
+        self.metrics.register_state(state)
+        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget)
+        self.kernels_warm = False
+        self._memory_settled = False
+        self._ready = False  # readiness: can estimate, and not draining
+        self._can_estimate = False  # state synced and kernels warm
+        self._stale = False  # past --max-staleness
+        self._stopped = threading.Event()
+        self._health = health.HealthServicer()
+        self._grpc = self._build_grpc()
+        self.port = self._bind_grpc()
+        self._http = self._build_http()
+
+    # --- construction -------------------------------------------------------------
+    def _build_grpc(self) -> grpc.Server:
+        options = [
+            ("grpc.max_receive_message_length", self.config.max_request_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max(1, self.config.parallelism), thread_name_prefix="rpc"),
+            options=options,
+            maximum_concurrent_rpcs=self.config.max_concurrent_requests or None,
+        )
+        servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics)
+        add_to_server(servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            server,
+        )
+        self._set_health(False)
+        return server
+
+    def _bind_grpc(self) -> int:
+        address = f"{self.config.server_bind_address}:{self.config.server_port}"
+        credentials = server_credentials(self.config)
+        if credentials is None:
+            port = self._grpc.add_insecure_port(address)
+        else:
+            port = self._grpc.add_secure_port(address, credentials)
+        if port == 0:
+            raise OSError(f"cannot listen for gRPC on {address}")
+        return port
+
+    def _build_http(self) -> list[HttpEndpoint]:
+        endpoints = []
+        probes = parse_bind_address(self.config.health_probe_bind_address)
+        if probes is not None:
+            endpoints.append(HttpEndpoint(probes, {"/healthz": self._healthz, "/readyz": self._readyz}, "probes"))
+        metrics = parse_bind_address(self.config.metrics_bind_address)
+        if metrics is not None:
+            endpoints.append(HttpEndpoint(metrics, {"/metrics": self._metrics_page}, "metrics"))
+        return endpoints
+
+    # --- readiness ----------------------------------------------------------------
+    def _ready_snapshot(self):
+        # Not `_ready`: that turns false when a drain starts, and calls already accepted
+        # must still be answered while they drain.
+        return self.state.snapshot() if self._can_estimate else None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def _set_health(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        self._health.set("", status)
+        self._health.set(SERVICE_NAME, status)
+
+    def _too_stale(self) -> bool:
+        limit = self.config.max_staleness
+        return limit > 0 and self.state.synced() and self.state.staleness_seconds() > limit
+
+    def _refresh(self) -> None:
+        self._can_estimate = self.kernels_warm and self.state.synced()
+        stale = self._too_stale()
+        if stale != self._stale:
+            self._stale = stale
+            if stale:
+                log.error("cluster state is %.0fs old, past --max-staleness %gs: not ready until it is current "
+                          "again (%s)", self.state.staleness_seconds(), self.config.max_staleness,
+                          self.state.describe())
+            else:
+                log.info("cluster state current again (staleness %.1fs)", self.state.staleness_seconds())
+        self.metrics.cache_stale.set(1 if stale else 0)
+        # Estimates are still answered from the last state (calls already routed here), but
+        # the pod leaves the Service while its picture of the member is too old.
+        ready = self._can_estimate and not stale and not self._stopped.is_set()
+        if ready != self._ready:
+            self._ready = ready
+            self._set_health(ready)
+            log.info("readiness changed: %s", "ready" if ready else "not ready")
+        self.metrics.ready.set(1 if ready else 0)
+        self.metrics.cache_staleness.set(self.state.staleness_seconds())
+        snapshot = self.state.snapshot() if self.state.synced() else None
+        if snapshot is not None:
+            self.metrics.nodes.set(snapshot.num_nodes)
+        if self._can_estimate and not self._memory_settled:  # after readiness: it must not wait for this
+            self._memory_settled = True
+            try:
+                self._settle_memory()
+            except Exception:  # noqa: BLE001 - memory hygiene must never cost readiness
+                log.exception("releasing start-up memory failed")
+
+    def _monitor(self) -> None:
+        while not self._stopped.wait(_MONITOR_INTERVAL):
+            try:
+                self._refresh()
+            except Exception:  # noqa: BLE001 - the monitor must outlive a bad tick
+                log.exception("readiness monitor tick failed")
+
+    def _warm_up(self) -> None:
+        started = time.perf_counter()
+        kernels.warmup()
+        self.kernels_warm = True
+        log.info("kernels ready in %.2fs", time.perf_counter() - started)
+        self._refresh()
+
+    def _settle_memory(self) -> None:
+        """Once, when the state is first loaded and the kernels warm: give back what start-up
+        used and serving does not need."""
+        # Serving runs compiled kernels only; LLVM's code pages (about half this process's
+        # RSS on a small member) come back from the file if something compiles again.
+        released = procmem.release_clean_file_pages("libllvmlite")
+        procmem.trim_heap()  # the parsed member document's freed pages (under PYTHONMALLOC=malloc)
+        log.info("released %.0f MB of LLVM library pages after warm-up; memory now %s", released,
+                 ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()))
+
+    # --- HTTP routes --------------------------------------------------------------
+    def _healthz(self):
+        ok, detail = self.state.health()
+        return (200 if ok else 500), "text/plain", f"{'ok' if ok else 'unhealthy'}: {detail}\n".encode()
+
+    def _readyz(self):
+        lines = [
+            f"[{'+' if self.state.synced() else '-'}] cluster state synced ({self.state.describe()})",
+            f"[{'+' if self.kernels_warm else '-'}] kernels compiled",
+            f"    cache staleness: {self.state.staleness_seconds():.1f}s",
+        ]
+        if self.config.max_staleness > 0:
+            lines.insert(2, f"[{'-' if self._stale else '+'}] cache staleness within --max-staleness "
+                            f"{self.config.max_staleness:g}s")
+        body = ("\n".join(lines) + "\n" + ("readyz check passed" if self._ready else "readyz check failed") + "\n")
+        return (200 if self._ready else 503), "text/plain", body.encode()
+
+    def _metrics_page(self):
+        return 200, "text/plain; version=0.0.4; charset=utf-8", self.metrics.exposition()
+
+    # --- lifecycle ----------------------------------------------------------------
+    def start(self) -> None:
+        for endpoint in self._http:
+            endpoint.start()
+        self._grpc.start()
+        log.info("gRPC Estimator for cluster %s listening on port %d (packing %s)",
+                 self.config.cluster_name, self.port, self.config.packing)
+        self.state.start()
+        threading.Thread(target=self._warm_up, name="warmup", daemon=True).start()
+        threading.Thread(target=self._monitor, name="readiness", daemon=True).start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._refresh()
+            if self._ready:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop taking new calls, let in-flight ones finish within the grace period.
+
+        Readiness turns false first (health NOT_SERVING, /readyz 503), so the pod leaves its
+        Service; calls already accepted keep being answered from the cluster state."""
+        grace = self.config.shutdown_grace_seconds if grace is None else grace
+        self._stopped.set()
+        self._ready = False
+        self._set_health(False)
+        self._grpc.stop(grace).wait()
+        for endpoint in self._http:
+            endpoint.stop()
+        self.state.stop()
+        log.info("stopped")
+
+    @property
+    def http_ports(self) -> dict[str, int]:
+        return {endpoint.name: endpoint.port for endpoint in self._http}

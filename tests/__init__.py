@@ -1,0 +1,1 @@
+"""The test suite; a package so that benchmarks and e2e import its support code."""

@@ -1,0 +1,1 @@
+"""Tests of scheduler_client (karmada-place)."""

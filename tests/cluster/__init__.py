@@ -1,0 +1,1 @@
+"""Tests of estimator.cluster: cache, object files, list/watch."""

@@ -1,0 +1,1 @@
+"""Tests of the e2e harness's own logic (no Go needed)."""

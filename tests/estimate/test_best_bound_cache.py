@@ -1,0 +1,131 @@
+"""Best mode reuses the upper bound worked out for a snapshot and request shape (in either
+mode): the answer is the same as with the bound computed afresh, and the bound the kernels
+would compute is the one passed in."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from estimator import kernels
+from estimator.cluster.cache import ClusterCache
+from estimator.core.model import Component, ComponentSetsQuery, NodeClaim, ReplicaShape
+from estimator.core.resources import MAX_INT32
+from estimator.estimate.framework import EstimateContext
+from estimator.estimate.plugins import noderesource
+from estimator.estimate.plugins.noderesource import NodeResourcePlugin
+from tests.support import naive
+from tests.support.builders import node, pod
+
+GI = 2**30
+
+
+def member(seed: int):
+    rng = random.Random(seed)
+    cache = ClusterCache()
+    for i in range(rng.randint(1, 14)):
+        builder = node(f"n{i}").cpu(rng.choice([2, 4, 8, 16])).memory(f"{rng.choice([4, 16, 64])}Gi").pods(
+            rng.choice([2, 5, 110]))
+        if rng.random() < 0.5:
+            builder = builder.gpu(rng.choice([1, 2, 4, 8]))
+        cache.upsert_node(builder.build())
+    for j in range(rng.randint(0, 16)):
+        cache.upsert_pod(pod("ns", f"p{j}").requests(cpu=f"{rng.randint(1, 3)}", memory=f"{rng.randint(1, 8)}Gi")
+                         .on(f"n{rng.randint(0, 13)}").build())
+    return cache.snapshot()
+
+
+def query(seed: int) -> ComponentSetsQuery:
+    rng = random.Random(seed * 11 + 3)
+    components = []
+    for c in range(rng.randint(1, 3)):
+        requests = [("cpu", rng.randint(1, 4) * 500), ("memory", rng.randint(1, 8) * GI)]
+        if rng.random() < 0.5:
+            requests.append(("nvidia.com/gpu", rng.randint(1, 2)))
+        components.append(Component(f"c{c}", rng.randint(1, 4), ReplicaShape(tuple(sorted(requests)), NodeClaim())))
+    return ComponentSetsQuery(tuple(components), "ns")
+
+
+def arrays(snapshot, q):
+    columns = noderesource._columns([c.shape for c in q.components])
+    index = {name: k for k, name in enumerate(columns)}
+    packing = noderesource._Packing(snapshot, q.components, index)
+    return noderesource._gather(snapshot, columns), packing.requests, packing.replicas, packing.masks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_known_bound_gives_the_same_answer_as_computing_it(seed):
+    available, requests, replicas, masks = arrays(member(seed), query(seed))
+    first_fit = naive.first_fit(available, requests, replicas, masks, MAX_INT32)[0]
+    fresh = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=1.0)
+    served = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=1.0,
+                               known_bound=fresh.bound)
+    assert (served.sets, served.bound) == (fresh.sets, fresh.bound)
+    assert np.array_equal(served.placement, fresh.placement)
+    assert first_fit <= served.sets <= served.bound
+    assert naive.verify(available, requests, replicas, masks, served.sets, served.placement)
+    # The bound best mode reports is the staged bound first-fit mode caches under the same key.
+    ff = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, MAX_INT32)
+    assert ff.bound == fresh.bound
+    if available.shape[0] <= 6 and replicas.sum() <= 6:
+        assert fresh.bound >= naive.exhaustive(available, requests, replicas, masks, 64)[0]
+
+
+def test_a_known_bound_outside_first_fit_and_upper_is_refused():
+    available = np.array([[4, 4000]], dtype=np.int64)
+    requests = np.array([[1, 1000]], dtype=np.int64)
+    replicas = np.array([1], dtype=np.int64)
+    masks = np.ones((1, 1), dtype=np.bool_)
+    for wrong in (3, 11):  # first-fit places 4; upper is 10
+        with pytest.raises(ValueError, match="known_bound"):
+            kernels.best_sets(available, requests, replicas, masks, 10, known_bound=wrong)
+
+
+def test_best_mode_is_served_the_bound_of_either_mode(monkeypatch):
+    seen = []
+    real = kernels.best_sets
+    monkeypatch.setattr(kernels, "best_sets", lambda *a, **k: seen.append(k.get("known_bound")) or real(*a, **k))
+    bounds_called = []
+    real_set_bound = kernels.set_bound
+    monkeypatch.setattr(kernels, "set_bound", lambda *a, **k: bounds_called.append(1) or real_set_bound(*a, **k))
+    plugin, q = NodeResourcePlugin(), query(5)
+    snapshot = member(5)
+    best = EstimateContext(snapshot, "best")
+    first = plugin.estimate_components(best, q).detail
+    again = plugin.estimate_components(best, q).detail
+    assert seen == [None, first.bound]
+    assert (again.sets, again.bound) == (first.sets, first.bound)
+    # First-fit mode on the same snapshot and shape is served best mode's bound, and the
+    # other way round on a fresh snapshot.
+    assert plugin.estimate_components(EstimateContext(snapshot, "first-fit"), q).detail.bound == first.bound
+    assert bounds_called == []
+    fresh = member(5)
+    plugin.estimate_components(EstimateContext(fresh, "first-fit"), q)
+    assert bounds_called == [1]
+    plugin.estimate_components(EstimateContext(fresh, "best"), q)
+    assert seen[-1] == first.bound
+
+
+@pytest.mark.parametrize("budget", [0, 1e-4, 0.05, 1.0, None])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_search_too_small_to_start_gives_the_same_answer_without_the_fits_pass(seed, budget):
+    """With the bound known, best mode skips the fits pass when no search step fits its
+    allowance; the answer, bound and work are those of the full path, whatever the budget."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 2000))
+    available = np.zeros((n, 3), dtype=np.int64)  # pods, cpu, gpu
+    free = rng.integers(0, 5, size=n)
+    available[:, 0] = free + rng.integers(0, 3, size=n)
+    available[:, 1] = free * 4000 + rng.integers(0, 9, size=n) * 500
+    available[:, 2] = free
+    requests = np.array([[1, 500, 0], [1, 4000, 1]], dtype=np.int64)
+    replicas = np.array([1, int(rng.integers(1, 9))], dtype=np.int64)
+    masks = rng.random((2, n)) < 0.9
+    fresh = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget)
+    served = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget,
+                               known_bound=fresh.bound)
+    assert (served.sets, served.bound, served.work) == (fresh.sets, fresh.bound, fresh.work)
+    assert np.array_equal(served.placement, fresh.placement)
+    assert naive.first_fit(available, requests, replicas, masks, MAX_INT32)[0] <= served.sets <= served.bound

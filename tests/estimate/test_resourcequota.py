@@ -1,0 +1,131 @@
+"""ResourceQuota plugin: free amounts, scopes, per-set demand, in-flight workloads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
+from estimator.core.resources import MAX_INT32
+from estimator.core.snapshot import ClusterSnapshot, QuotaRecord, ScopeRequirement
+from estimator.estimate.framework import Code, EstimateContext
+from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin, free_amounts, quota_applies
+
+
+def snapshot_with(*quotas: QuotaRecord) -> ClusterSnapshot:
+    by_namespace: dict[str, tuple] = {}
+    for q in quotas:
+        by_namespace[q.namespace] = by_namespace.get(q.namespace, ()) + (q,)
+    one = np.ones((1, 1), dtype=np.int64)
+    return ClusterSnapshot(
+        version=1, node_names=("n1",), resource_names=("pods",), allocatable=one, available=one.copy(),
+        node_class=np.zeros(1, dtype=np.int32), classes=(), quotas=by_namespace, workloads=None,
+    )
+
+
+def quota(name="q", namespace="ml", hard=None, used=None, scopes=()):
+    return QuotaRecord(namespace, name, tuple(scopes), dict(hard or {}), dict(used or {}))
+
+
+def shape(cpu=0, memory=0, gpu=0, priority_class="", namespace="ml"):
+    requests = tuple((k, v) for k, v in (("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpu)) if v)
+    return ReplicaShape(tuple(sorted(requests)), namespace=namespace, priority_class=priority_class)
+
+
+def train(gpu_per_worker=1, priority_class=""):
+    return (
+        Component("master", 1, shape(cpu=50, memory=32 << 20, priority_class=priority_class)),
+        Component("worker", 2, shape(cpu=50, memory=32 << 20, gpu=gpu_per_worker, priority_class=priority_class)),
+    )
+
+
+def sets(*quotas, components=None, namespace="ml", assumed=()):
+    ctx = EstimateContext(snapshot_with(*quotas))
+    query = ComponentSetsQuery(components if components is not None else train(), namespace, tuple(assumed))
+    return ResourceQuotaPlugin().estimate_components(ctx, query)
+
+
+SETS_CASES = [
+    ("no quota in the namespace places no constraint", [], MAX_INT32),
+    ("a gpu quota divides free gpus by the gpus of one set",
+     [quota(hard={"requests.nvidia.com/gpu": 8}, used={"requests.nvidia.com/gpu": 1})], 3),
+    ("a cpu quota counts millicores of all replicas of a set",
+     [quota(hard={"requests.cpu": 1000}, used={"requests.cpu": 700})], 2),
+    ("plain cpu and requests.cpu both bound cpu and the tighter one wins",
+     [quota(hard={"cpu": 10_000, "requests.cpu": 300}, used={"cpu": 0, "requests.cpu": 0})], 2),
+    ("a pods quota counts one pod per replica",
+     [quota(hard={"pods": 10}, used={"pods": 4})], 2),
+    ("count/pods is a pods quota too",
+     [quota(hard={"count/pods": 3}, used={"count/pods": 0})], 1),
+    ("limits are not requests and do not bound",
+     [quota(hard={"limits.cpu": 1}, used={"limits.cpu": 1})], MAX_INT32),
+    ("an entry without a used amount is skipped, as Karmada does",
+     [quota(hard={"requests.cpu": 1})], MAX_INT32),
+    ("quota already over its hard limit admits nothing",
+     [quota(hard={"requests.memory": 1 << 20}, used={"requests.memory": 2 << 20})], 0),
+    ("the smallest of several quotas wins",
+     [quota("a", hard={"pods": 100}, used={"pods": 0}), quota("b", hard={"requests.nvidia.com/gpu": 2}, used={"requests.nvidia.com/gpu": 0})], 1),
+    ("a quota in another namespace does not apply",
+     [quota(namespace="other", hard={"pods": 0}, used={"pods": 0})], MAX_INT32),
+]
+
+
+@pytest.mark.parametrize("name,quotas,expected", SETS_CASES, ids=[c[0] for c in SETS_CASES])
+def test_component_sets_against_quotas(name, quotas, expected):
+    result = sets(*quotas)
+    assert result.value == expected
+    assert (result.code is Code.UNSCHEDULABLE) == (expected == 0)
+
+
+def test_priority_class_scope_applies_only_to_matching_components():
+    scoped = quota(hard={"requests.nvidia.com/gpu": 2}, used={"requests.nvidia.com/gpu": 0},
+                   scopes=[ScopeRequirement("PriorityClass", "In", ("high",))])
+    assert sets(scoped, components=train(priority_class="high")).value == 1
+    assert sets(scoped, components=train(priority_class="low")).value == MAX_INT32
+    assert sets(scoped, components=train(priority_class="")).value == MAX_INT32
+
+
+@pytest.mark.parametrize(
+    "scope,priority_class,applies",
+    [
+        (ScopeRequirement("PriorityClass", "Exists"), "high", True),
+        (ScopeRequirement("PriorityClass", "Exists"), "", False),
+        (ScopeRequirement("PriorityClass", "DoesNotExist"), "", True),
+        (ScopeRequirement("PriorityClass", "NotIn", ("high",)), "low", True),
+        (ScopeRequirement("PriorityClass", "NotIn", ("high",)), "high", False),
+        (ScopeRequirement("Terminating", "Exists"), "high", False),
+        (ScopeRequirement("BestEffort", "Exists"), "", False),
+    ],
+    ids=lambda v: str(v),
+)
+def test_scope_rules_follow_karmada(scope, priority_class, applies):
+    assert quota_applies(quota(scopes=[scope]), priority_class) is applies
+
+
+def test_in_flight_workloads_use_quota_first():
+    gpu_quota = quota(hard={"requests.nvidia.com/gpu": 6}, used={"requests.nvidia.com/gpu": 0})
+    in_flight = AssumedWorkload("ml", train(gpu_per_worker=2))
+    assert sets(gpu_quota).value == 3
+    assert sets(gpu_quota, assumed=[in_flight]).value == 1
+    other_namespace = AssumedWorkload("elsewhere", train(gpu_per_worker=2))
+    assert sets(gpu_quota, assumed=[other_namespace]).value == 3
+
+
+def test_in_flight_workloads_beyond_quota_admit_nothing():
+    gpu_quota = quota(hard={"requests.nvidia.com/gpu": 2}, used={"requests.nvidia.com/gpu": 0})
+    result = sets(gpu_quota, assumed=[AssumedWorkload("ml", train(gpu_per_worker=3))])
+    assert result.value == 0 and result.code is Code.UNSCHEDULABLE
+
+
+def test_replicas_use_the_request_namespace_and_one_replica_demand():
+    ctx = EstimateContext(snapshot_with(quota(hard={"requests.cpu": 1000}, used={"requests.cpu": 0})))
+    plugin = ResourceQuotaPlugin()
+    assert plugin.estimate_replicas(ctx, ReplicasQuery(shape(cpu=300))).value == 3
+    assert plugin.estimate_replicas(ctx, ReplicasQuery(shape(cpu=300, namespace="x"))).value == MAX_INT32
+    assert plugin.estimate_replicas(ctx, ReplicasQuery(None)).value == MAX_INT32
+
+
+def test_free_amounts_ignore_storage_and_object_counts():
+    q = quota(hard={"requests.storage": 5, "count/secrets": 3, "services": 1, "requests.cpu": 9},
+              used={"requests.storage": 0, "count/secrets": 0, "services": 0, "requests.cpu": 4})
+    assert free_amounts(q) == {"cpu": 5}

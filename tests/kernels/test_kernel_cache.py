@@ -1,0 +1,104 @@
+"""Where compiled kernels are cached when nobody says (no `make`, no NUMBA_CACHE_DIR)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from estimator.kernels import _numba
+from estimator.kernels._numba import default_cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "clone"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    return root
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    root = tmp_path / "venv"
+    root.mkdir()
+    return root
+
+
+def test_an_explicit_numba_cache_dir_wins(checkout, venv):
+    env = {"NUMBA_CACHE_DIR": "/srv/numba", "XDG_CACHE_HOME": "/xdg", "HOME": "/home/u"}
+    assert default_cache_dir(env, checkout, venv) == ("/srv/numba", "NUMBA_CACHE_DIR")
+
+
+def test_xdg_cache_home_comes_next(checkout, venv):
+    path, _ = default_cache_dir({"XDG_CACHE_HOME": "/xdg", "HOME": "/home/u"}, checkout, venv)
+    assert path == "/xdg/karmada-estimator/numba"
+
+
+def test_a_relative_xdg_cache_home_is_ignored_as_the_spec_asks(checkout, venv):
+    path, _ = default_cache_dir({"XDG_CACHE_HOME": "rel/cache", "HOME": "/home/u"}, checkout, venv)
+    assert path == str(checkout / ".numba_cache")
+
+
+def test_a_source_checkout_keeps_the_cache_beside_the_code_like_make_does(checkout, venv):
+    path, _ = default_cache_dir({"HOME": "/home/u"}, checkout, venv)
+    assert path == str(checkout / ".numba_cache")
+
+
+def test_an_installed_copy_in_a_virtualenv_caches_inside_it(tmp_path, venv):
+    not_a_checkout = tmp_path / "site-packages"
+    not_a_checkout.mkdir()
+    path, _ = default_cache_dir({"HOME": "/home/u"}, not_a_checkout, venv)
+    assert path == str(venv / "var" / "cache" / "karmada-estimator" / "numba")
+
+
+def test_only_an_install_outside_any_checkout_or_venv_uses_the_home_cache(tmp_path):
+    path, _ = default_cache_dir({"HOME": "/home/u"}, tmp_path, None)
+    assert path == "/home/u/.cache/karmada-estimator/numba"
+
+
+def test_a_checkout_this_process_cannot_write_to_is_not_used(checkout, venv, monkeypatch):
+    # Faked rather than chmod-ed: root (CI, containers) may write to a read-only directory.
+    real_access = os.access
+    monkeypatch.setattr(_numba.os, "access", lambda p, mode: Path(p) != checkout and real_access(p, mode))
+    path, _ = default_cache_dir({"HOME": "/home/u"}, checkout, venv)
+    assert path == str(venv / "var" / "cache" / "karmada-estimator" / "numba")
+
+
+def test_without_numba_cache_dir_kernels_compile_into_xdg_cache_home_and_help_says_so(tmp_path):
+    """A real process: NUMBA_CACHE_DIR unset, XDG_CACHE_HOME set; one tiny kernel compiles."""
+    xdg = tmp_path / "xdg"
+    mod = tmp_path / "mod"
+    mod.mkdir()
+    (mod / "tiny_kernel.py").write_text(textwrap.dedent("""\
+        from estimator.kernels._numba import kernel
+
+        @kernel
+        def add_one(x):
+            return x + 1
+        """))
+    script = textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(mod)!r})
+        from estimator.__main__ import build_parser
+        import tiny_kernel
+        assert tiny_kernel.add_one(41) == 42
+        print(build_parser().format_help())
+        """)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(xdg), HOME=str(tmp_path / "home"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    cache = xdg / "karmada-estimator" / "numba"
+    written = sorted(p.name for p in cache.rglob("*") if p.is_file())
+    assert any(name.startswith("tiny_kernel.add_one") and name.endswith(".nbi") for name in written), written
+    assert any(name.endswith(".nbc") for name in written), written
+    assert not (tmp_path / "home").exists()
+    assert f"cached in {cache}" in " ".join(done.stdout.split())

@@ -1,0 +1,1 @@
+"""Tests of estimator.service and the estimator process (gRPC, HTTP, CLI, wire forms)."""

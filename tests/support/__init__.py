@@ -1,0 +1,1 @@
+"""Test support code: builders, the fake API server, reference oracles, servers, data."""
