@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--objects", action="append", default=[], metavar="FILE",
                      help="kubectl-style file (v1 List YAML/JSON or multi-document YAML) describing the member; "
                           "repeatable. SIGHUP reloads; a bad reload keeps the previous state. Not a Karmada flag.")
+    # The flag's first name: still accepted (users' scripts and manifests pass it), with a warning.
+    src.add_argument("--snapshot", action="append", dest="objects", metavar="FILE",
+                     help="Deprecated name of --objects.")
     src.add_argument("--kubeconfig", default="", help="Path to member cluster's kubeconfig file (live list/watch).")
     src.add_argument("--master", default="", help="The address of the member Kubernetes API server. "
                                                   "Overrides any value in kubeconfig.")
@@ -268,6 +271,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
 def log_startup_notes(args: argparse.Namespace, gates: flags.FeatureGates, options: flags.LogOptions,
                       given: set[str]) -> None:
     """Once at start: what each Go-only flag that was given does here."""
+    if "snapshot" in given:
+        log.warning("--snapshot is deprecated: use --objects (same meaning)")
     for gate in BEHAVIOUR_GATES:
         if not gates.enabled(gate):
             if gate in gates.explicit or "AllAlpha" in gates.explicit:

@@ -25,6 +25,24 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "estimator", *args], capture_output=True, text=True, timeout=timeout)
 
 
+def test_the_deprecated_snapshot_flag_still_loads_object_files_and_says_so(tmp_path):
+    bad = tmp_path / "member.yaml"
+    bad.write_text("kind: [unclosed\n")
+    result = run_cli("--cluster-name", "m", "--snapshot", str(bad), "--metrics-bind-address", "0",
+                     "--health-probe-bind-address", "0")
+    # The file reached the object-file loader (its error names the file) and exit 2 as --objects.
+    assert result.returncode == 2, result.stderr
+    assert "--snapshot is deprecated: use --objects" in result.stderr
+    assert "member.yaml" in result.stderr
+
+
+def test_snapshot_and_objects_files_are_one_list():
+    from estimator import __main__ as cli
+
+    args = cli.build_parser().parse_args(["--cluster-name", "m", "--snapshot", "a.yaml", "--objects", "b.yaml"])
+    assert args.objects == ["a.yaml", "b.yaml"]
+
+
 def test_help_says_assumed_workloads_are_always_honoured():
     shown = run_cli("--help")
     assert shown.returncode == 0
