@@ -1,9 +1,9 @@
 """karmada-place: where does this job go, and why not elsewhere?
 
-    karmada-place --job JOB.yaml [--policy POLICY.yaml] (--clusters CLUSTERS.yaml | --member NAME=SNAPSHOT ...)
+    karmada-place --job JOB.yaml [--policy POLICY.yaml] (--clusters CLUSTERS.yaml | --member NAME=FILE ...)
                   [--estimator NAME=HOST:PORT ...] [--estimator-timeout 3s] [TLS options] [--output table|json]
     karmada-place doctor --policy POLICY.yaml --job JOB.yaml [--feature-gates ...] [members, estimators]
-    karmada-place summarize --member NAME=SNAPSHOT ... [--clusters CLUSTERS.yaml]
+    karmada-place summarize --member NAME=FILE ... [--clusters CLUSTERS.yaml]
 
 Exit status: 0 a member is chosen (doctor: no problem found; summarize: done), 3 no member
 fits (doctor: a problem would misplace the job), 2 bad input (the file and field are named).
@@ -71,7 +71,7 @@ def _add_member_arguments(p: argparse.ArgumentParser) -> None:
     members.add_argument("--clusters", action="append", default=[], metavar="CLUSTERS.yaml",
                          help="Karmada Cluster objects (kubectl get clusters -o yaml): labels, resource models and "
                               "status.resourceSummary. Repeatable.")
-    members.add_argument("--member", action="append", default=[], metavar="NAME=SNAPSHOT",
+    members.add_argument("--member", action="append", default=[], metavar="NAME=FILE",
                          help="a member's nodes and pods (kubectl get nodes,pods -A -o yaml); repeat a NAME to add "
                               "files. Without a Cluster status, the summary is computed from it as Karmada's cluster "
                               "status controller does; it also gives per-node explanations.")
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 DOCTOR = ("Flags the silent failures before they happen: feature gate, spread constraint, blind resource models, "
           "members without an accurate estimator. Exit 3 when a problem would misplace the job.")
 SUMMARIZE = ("Print Karmada Cluster objects whose status.resourceSummary (and allocatableModelings) is computed "
-             "from member snapshots, as Karmada's cluster status controller computes them.")
+             "from member object files, as Karmada's cluster status controller computes them.")
 
 
 def _add_doctor_arguments(p: argparse.ArgumentParser) -> None:
@@ -182,12 +182,12 @@ def _gates(args) -> tuple[dict[str, bool], frozenset[str]]:
 def _members(args, modeling: bool) -> list[Member]:
     clusters = load_clusters(args.clusters) if args.clusters else []
     files: dict[str, list[str]] = {}
-    for name, path in _pairs(args.member, "--member", "SNAPSHOT"):
+    for name, path in _pairs(args.member, "--member", "FILE"):
         files.setdefault(name, []).append(path)
     snapshots = {name: load_member_snapshot(name, paths) for name, paths in files.items()}
     members = build_members(clusters, snapshots, modeling)
     if not members:
-        raise UsageError("no members: give --clusters CLUSTERS.yaml or --member NAME=SNAPSHOT")
+        raise UsageError("no members: give --clusters CLUSTERS.yaml or --member NAME=FILE")
     return members
 
 
@@ -283,7 +283,7 @@ def run_doctor(args) -> int:
 def run_summarize(args) -> int:
     gates, _ = _gates(args)
     if not args.member:
-        raise UsageError("summarize needs --member NAME=SNAPSHOT")
+        raise UsageError("summarize needs --member NAME=FILE")
     members = [m for m in _members(args, gates.get(RESOURCE_MODELING, True)) if m.summary is not None]
     objects = [to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
                for m in members]

@@ -38,4 +38,4 @@ def test_errors_name_the_command_and_the_argument(capsys, argv, message):
 def test_a_command_runs_its_own_code(capsys):
     # summarize without members: its own usage error, not the placement's missing --job.
     assert main(["summarize"]) == EXIT_BAD_INPUT
-    assert capsys.readouterr().err.strip() == "karmada-place: summarize needs --member NAME=SNAPSHOT"
+    assert capsys.readouterr().err.strip() == "karmada-place: summarize needs --member NAME=FILE"
