@@ -29,6 +29,10 @@ def fmt_x(value, lower_bound: bool = False) -> str:
     return ("≥ " + text) if lower_bound else text
 
 
+def ratio_cell(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
 def fmt_n(value) -> str:
     return "–" if value is None else f"{value:,}"
 
@@ -89,11 +93,24 @@ def targets(result: dict) -> list[dict]:
                 f"{fmt_ms(r10['kernel_ms_p50'])} ms)", r10["speedup"] is not None and r10["speedup"] >= 200,
                 "docs/scenario.md", "speedup")
             if r10.get("rpc_ms_p50") is not None:
-                add(f"RPC p50 ≤ 1 ms, p99 ≤ 3 ms at 10k, 1 caller ({mode})",
+                # Judged on new answers (memo miss); the repeated request (memo hit) is shown beside it.
+                add(f"RPC p50 ≤ 1 ms, p99 ≤ 3 ms at 10k, 1 caller, new answer ({mode})",
                     f"p50 {fmt_ms(r10['rpc_ms_p50'])} ms, p99 {fmt_ms(r10['rpc_ms_p99'])} ms",
                     r10["rpc_ms_p50"] <= 1.0 and r10["rpc_ms_p99"] <= 3.0, "docs/scenario.md", "rpc")
-                add(f"≥ 1,000 estimates/s with 16 callers at 10k ({mode})", f"{r10['rps']:,.0f} /s",
+                if r10.get("rpc_repeat_ms_p50") is not None:
+                    add(f"RPC p50 ≤ 1 ms, p99 ≤ 3 ms at 10k, 1 caller, repeated request ({mode})",
+                        f"p50 {fmt_ms(r10['rpc_repeat_ms_p50'])} ms, p99 {fmt_ms(r10['rpc_repeat_ms_p99'])} ms",
+                        r10["rpc_repeat_ms_p50"] <= 1.0 and r10["rpc_repeat_ms_p99"] <= 3.0, "docs/scenario.md",
+                        "rpc")
+                add(f"≥ 1,000 estimates/s with 16 callers at 10k, new answers ({mode})", f"{r10['rps']:,.0f} /s",
                     r10["rps"] >= 1000, "docs/scenario.md", "rps")
+    for mode in ("best", "first-fit"):
+        for name in result["shapes"]:
+            r10 = find_record(result, TARGET_NODES, name, mode)
+            if r10 and r10.get("rpc_floor_ratio") is not None:
+                add(f"{name}: new-answer RPC p50 ≤ 2× the empty RPC at 10k ({mode})",
+                    f"{r10['rpc_floor_ratio']:.2f}× (repeated request {ratio_cell(r10.get('rpc_repeat_floor_ratio'))})",
+                    r10["rpc_floor_ratio"] <= 2.0, "same run, empty RPC = health Check", "rpc")
         if r50:
             add(f"kernel p50 ≤ 3 ms at 50k nodes ({mode})", f"p50 {fmt_ms(r50['kernel_ms_p50'])} ms, "
                 f"p99 {fmt_ms(r50['kernel_ms_p99'])} ms", r50["kernel_ms_p50"] <= 3.0, "docs/scenario.md", "kernel")
@@ -149,7 +166,7 @@ def rpc_explanation(result: dict, mode: str) -> str:
     known = sum(v for v in parts.values() if v)
     parts["other"] = max(0.0, (floor.get("p50_ms") or 0) + med["servicer_total"] - known)
     ranked = sorted(((v, k) for k, v in parts.items() if v), reverse=True)
-    lines = [f"RPC p50 {fmt_ms(r['rpc_ms_p50'])} ms ({mode}) ≈ gRPC floor {fmt_ms(floor.get('p50_ms'))} ms + servicer "
+    lines = [f"New-answer RPC p50 {fmt_ms(r['rpc_ms_p50'])} ms ({mode}) ≈ gRPC floor {fmt_ms(floor.get('p50_ms'))} ms + servicer "
              f"{fmt_ms(med['servicer_total'])} ms in-process. Largest parts:"]
     for value, key in ranked[:4]:
         lines.append(f"- {fmt_ms(value)} ms — {_FIXES[key]}")

@@ -6,6 +6,11 @@ Reads a plan (JSON on stdin) and prints results (JSON on stdout):
      "runs": [{"key": "...", "request_hex": "...", "concurrency": 4, "seconds": 2.0,
                "max_calls": 20000, "warmup_calls": 20}, ...]}
 
+A run with `request_hexes` (a list) measures the new-answer path: caller i cycles through
+its own slice of len(request_hexes) // concurrency variants, so no caller repeats a request
+before it has sent more others than the server's answer memo holds (the harness sizes the
+list); every variant must get the same answer, else the run counts a mismatch.
+
 A `floor` entry runs the standard health Check the same way: the gRPC round trip with no
 estimator work, so RPC latency minus floor is what the estimator itself adds.
 
@@ -37,15 +42,22 @@ METADATA = (("object", "kind=PyTorchJob, name=ml-team/bench"),)
 
 
 def _run(channel: grpc.Channel, run: dict) -> dict:
-    request = bytes.fromhex(run["request_hex"])
+    requests = [bytes.fromhex(h) for h in run.get("request_hexes") or [run["request_hex"]]]
     method = run.get("method", METHOD)
     call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
     concurrency = int(run["concurrency"])
     for _ in range(int(run.get("warmup_calls", 20))):
-        answer = call(request, metadata=METADATA, timeout=30)
+        answer = call(requests[0], metadata=METADATA, timeout=30)
     reply = None
+    mismatches = 0
     if method == METHOD:
         reply = estimator_pb2.MaxAvailableComponentSetsResponse.FromString(answer)
+        # The variants stand for the same job: a different answer would make the timing meaningless.
+        for request in requests[1:]:
+            other = estimator_pb2.MaxAvailableComponentSetsResponse.FromString(
+                call(request, metadata=METADATA, timeout=30))
+            mismatches += other.maxSets != reply.maxSets
+    share = max(1, len(requests) // concurrency)
     per_thread = max(1, int(run.get("max_calls", 10**9)) // concurrency)
     latencies: list[list[float]] = [[] for _ in range(concurrency)]
     errors = [0] * concurrency
@@ -54,9 +66,13 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
 
     def caller(i: int) -> None:
         mine = latencies[i]
+        own = requests[(i * share) % len(requests):][:share]
+        k = 0
         start_gate.wait()
         clock = time.perf_counter
         while len(mine) < per_thread:
+            request = own[k % len(own)]
+            k += 1
             t0 = clock()
             if t0 >= stop_at[0]:
                 break
@@ -89,6 +105,8 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
         "p99_ms": percentile(flat, 99) * 1e3,
         "mean_ms": (sum(flat) / len(flat) * 1e3) if flat else float("nan"),
         "max_sets": reply.maxSets if reply is not None else None,
+        "variants": len(requests),
+        "variant_mismatches": mismatches,
     }
 
 

@@ -48,7 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SCHEMA_VERSION = 1
 RECORD_FIELDS = ("nodes", "pods", "shape", "mode", "kernel_ms_p50", "kernel_ms_p99", "naive_ms", "speedup",
-                 "rpc_ms_p50", "rpc_ms_p99", "rps", "rss_mb")
+                 "rpc_ms_p50", "rpc_ms_p99", "rps", "rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat",
+                 "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rss_mb")
 
 
 # --- settings -----------------------------------------------------------------------------
@@ -226,12 +227,20 @@ def main(argv=None) -> int:
                 for record in size_records:
                     if record["mode"] != mode:
                         continue
-                    per = {str(c): results[f"{record['shape']}/{c}"] for c in args.concurrency}
-                    one, most = per[str(min(args.concurrency))], per[str(max(args.concurrency))]
-                    record["rpc"] = per
-                    record["rpc_ms_p50"], record["rpc_ms_p99"] = one["p50_ms"], one["p99_ms"]
-                    record["rps"] = most["rps"]
-                    record["rpc_answer"] = one["max_sets"]
+                    # rpc*: the new-answer path (memo miss), what a changing cluster costs;
+                    # rpc_repeat*: one request repeated on one snapshot (memo hit).
+                    for suffix, tail in (("", ""), ("_repeat", "/repeat")):
+                        per = {str(c): results[f"{record['shape']}/{c}{tail}"] for c in args.concurrency}
+                        one, most = per[str(min(args.concurrency))], per[str(max(args.concurrency))]
+                        record["rpc" + suffix] = per
+                        record[f"rpc{suffix}_ms_p50"], record[f"rpc{suffix}_ms_p99"] = one["p50_ms"], one["p99_ms"]
+                        record["rps" + suffix] = most["rps"]
+                        record["rpc_answer" + suffix] = one["max_sets"]
+                    record["rpc_variant_mismatches"] = sum(r["variant_mismatches"] for r in record["rpc"].values())
+                    floor_p50 = (results.get("floor") or {}).get("p50_ms")
+                    if floor_p50:
+                        record["rpc_floor_ratio"] = record["rpc_ms_p50"] / floor_p50
+                        record["rpc_repeat_floor_ratio"] = record["rpc_repeat_ms_p50"] / floor_p50
                     record["rss_mb"] = memory["rss_mb"]
                 progress.update(1)
             samples = [size["servers"][mode]["warm"]["ready_s"] for mode in MODES]
@@ -256,7 +265,8 @@ def main(argv=None) -> int:
                         server.stop()
                 progress.update(1)
         for record in size_records:
-            for key in ("rpc_ms_p50", "rpc_ms_p99", "rps", "rss_mb"):
+            for key in ("rpc_ms_p50", "rpc_ms_p99", "rps", "rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat",
+                        "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rss_mb"):
                 record.setdefault(key, None)
             record["ready_cold_s"] = (size.get("servers", {}).get("cold") or {}).get("ready_s")
         records.extend(size_records)
@@ -285,7 +295,11 @@ def main(argv=None) -> int:
             f"{r['nodes']}/{r['shape']}/{r['mode']}: {name}"
             for r in records for name, ok in r["checks"].items() if not ok
         ] + [f"{r['nodes']}/{r['shape']}/{r['mode']}: rpc answer {r['rpc_answer']} != in-process {r['answer']}"
-             for r in records if r.get("rpc_answer") is not None and r["rpc_answer"] != r["answer"]],
+             for r in records if r.get("rpc_answer") is not None and r["rpc_answer"] != r["answer"]]
+          + [f"{r['nodes']}/{r['shape']}/{r['mode']}: rpc repeat answer {r['rpc_answer_repeat']} != in-process {r['answer']}"
+             for r in records if r.get("rpc_answer_repeat") is not None and r["rpc_answer_repeat"] != r["answer"]]
+          + [f"{r['nodes']}/{r['shape']}/{r['mode']}: {r['rpc_variant_mismatches']} request variants got another answer"
+             for r in records if r.get("rpc_variant_mismatches")],
     }
     out_json = args.out / "latest.json"
     tmp = out_json.with_suffix(".json.tmp")

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from benchmarks.shapes import SHAPES
+from estimator.estimate.estimate import ANSWERS_PER_SNAPSHOT
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -124,6 +125,27 @@ class Server:
         self.est.stop()
 
 
+# Longer than the answer memo with a margin for concurrent puts; 16 callers' variants stay
+# within the conversion memo.
+VARIANTS_PER_CALLER = ANSWERS_PER_SNAPSHOT + 8
+
+
+def new_answer_variants(base, concurrency: int) -> list[str]:
+    """Requests for the same job that the answer memo cannot share: each differs only in its
+    components' priority class (no quota of the bench members is scoped by one; the client
+    checks every variant gets the same answer). Each caller gets its own slice, longer than
+    the memo, so every call is computed afresh; the total stays below the conversion memo's
+    size, which a scheduler re-asking its few shapes after a watch event would also hit."""
+    out = []
+    for i in range(VARIANTS_PER_CALLER * concurrency):
+        m = type(base)()
+        m.CopyFrom(base)
+        for component in m.components:
+            component.replicaRequirements.priorityClassName = f"bench-variant-{i}"
+        out.append(m.SerializeToString().hex())
+    return out
+
+
 def rpc_runs(server: Server, member: str, shapes, args) -> dict:
     """One client process, every shape x concurrency, plus the health-check floor."""
     from estimator.pb import estimator_pb2  # noqa: F401  (loaded for wire below)
@@ -132,10 +154,15 @@ def rpc_runs(server: Server, member: str, shapes, args) -> dict:
 
     runs = []
     for shape in shapes:
-        request = component_sets_request(member, SHAPES[shape][1]).SerializeToString().hex()
+        base = component_sets_request(member, SHAPES[shape][1])
+        request = base.SerializeToString().hex()
         for c in args.concurrency:
-            runs.append({"key": f"{shape}/{c}", "request_hex": request, "concurrency": c,
+            # Repeat: one request again and again on one snapshot, answered from the memo.
+            runs.append({"key": f"{shape}/{c}/repeat", "request_hex": request, "concurrency": c,
                          "seconds": args.rpc_seconds, "warmup_calls": 20})
+            # New answer: what a changing cluster costs (every watch event starts a new memo).
+            runs.append({"key": f"{shape}/{c}", "request_hexes": new_answer_variants(base, c),
+                         "concurrency": c, "seconds": args.rpc_seconds, "warmup_calls": 20})
     plan = {"address": server.address, "runs": runs,
             "floor": {"request_hex": health_pb2.HealthCheckRequest().SerializeToString().hex(),
                       "seconds": args.rpc_seconds}}

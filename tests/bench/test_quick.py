@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks import report
 from benchmarks.run import RECORD_FIELDS
+from estimator.estimate.estimate import ANSWERS_PER_SNAPSHOT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,14 +51,21 @@ def test_one_record_per_size_shape_and_mode_with_every_documented_field(quick_ru
             assert isinstance(record[field], (int, float)) and record[field] >= 0, field
         assert record["kernel_ms_p99"] >= record["kernel_ms_p50"]
         assert record["pods"] > record["nodes"]
-        assert set(record["rpc"]) == {"1", "4"}
+        assert set(record["rpc"]) == set(record["rpc_repeat"]) == {"1", "4"}
+        for field in ("rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat", "rpc_floor_ratio",
+                      "rpc_repeat_floor_ratio"):
+            assert isinstance(record[field], float) and record[field] > 0, field
+        # The new-answer runs cycled through more request variants than the answer memo holds.
+        assert all(run["variants"] > ANSWERS_PER_SNAPSHOT * int(c) for c, run in record["rpc"].items())
+        assert all(run["variants"] == 1 for run in record["rpc_repeat"].values())
 
 
 def test_answers_agree_across_kernel_naive_and_grpc(quick_run):
     _, result, _ = quick_run
     assert result["failed_checks"] == []
     for record in result["records"]:
-        assert record["rpc_answer"] == record["answer"] == record["sets"]
+        assert record["rpc_answer"] == record["rpc_answer_repeat"] == record["answer"] == record["sets"]
+        assert record["rpc_variant_mismatches"] == 0
         if record["mode"] == "first-fit" and record["naive_complete"]:
             assert record["naive_sets"] == record["sets"]
 
