@@ -2,7 +2,10 @@
 
 Mirrors Karmada's NodeResourceEstimator. Work that depends only on the request (columns,
 request rows, node masks) is done once here; the per-node arithmetic runs in kernels over
-a private copy of just the columns the request needs. A component-sets answer carries an
+just the columns the request needs. What depends only on the snapshot and the request's
+shape (the gathered columns, the request rows and masks) is kept per snapshot, a few
+entries each, so the next request of that shape on the snapshot copies instead of gathers;
+a kernel that consumes `available` always gets a private copy. A component-sets answer carries an
 upper bound (`Packing.bound`, in both modes), so it says whether it is proven optimal.
 """
 
@@ -46,6 +49,40 @@ def _gather(snapshot: ClusterSnapshot, columns: Sequence[str]) -> np.ndarray:
     return available
 
 
+# Per snapshot: column sets whose gathered copy is kept (N x K int64 each, 400 KB for 5
+# columns at 10k nodes), and request shapes whose rows and masks are kept (C x N bools).
+_GATHERED_PER_SNAPSHOT = 8
+_PACKINGS_PER_SNAPSHOT = 64
+
+
+def _kept(snapshot: ClusterSnapshot, name: str, size: int, key, compute):
+    """`compute()`, kept in a small dict per snapshot, the oldest going first when full: a
+    caller sending ever new resource names or shapes cannot grow the snapshot's memory.
+    No lock (the core takes none here): concurrent requests may compute one twice."""
+    kept = snapshot.derived((__name__, name), dict)
+    value = kept.get(key)
+    if value is None:
+        value = compute()
+        while len(kept) >= size:
+            try:
+                kept.pop(next(iter(kept)), None)
+            except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
+                break
+        kept[key] = value
+    return value
+
+
+def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...]) -> np.ndarray:
+    """The gathered columns, read-only, shared by every request on this snapshot."""
+
+    def gather() -> np.ndarray:
+        array = _gather(snapshot, columns)
+        array.setflags(write=False)
+        return array
+
+    return _kept(snapshot, "gathered", _GATHERED_PER_SNAPSHOT, columns, gather)
+
+
 def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
     row = np.zeros(len(index), dtype=np.int64)
     row[0] = 1  # every replica takes one pod slot
@@ -55,17 +92,26 @@ def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
 
 
 class _Packing:
-    """Request-side arrays for a list of components, built once per request."""
+    """Request-side arrays for a list of components (read-only: shared, see `_packing`)."""
 
     def __init__(self, snapshot: ClusterSnapshot, components: Sequence[Component], index: dict[str, int]):
         self.requests = np.stack([_request_row(c.shape, index) for c in components])
         self.replicas = np.array([c.replicas for c in components], dtype=np.int64)
         self.masks = np.stack([snapshot.node_mask(c.shape.claim) for c in components])
+        for array in (self.requests, self.replicas, self.masks):
+            array.setflags(write=False)
 
 
-def _deduct_assumed(
-    snapshot: ClusterSnapshot, available: np.ndarray, assumed: Sequence[AssumedWorkload], index: dict[str, int]
-) -> None:
+def _packing(snapshot: ClusterSnapshot, components: Sequence[Component], columns: tuple[str, ...],
+             index: dict[str, int]) -> _Packing:
+    """`_Packing` for these components, kept per snapshot by what the arrays depend on (the
+    requests, claims and replicas; not names, namespaces or priority classes)."""
+    key = (columns, tuple((c.shape.requests, c.shape.claim, c.replicas) for c in components))
+    return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, key, lambda: _Packing(snapshot, components, index))
+
+
+def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: Sequence[AssumedWorkload],
+                    columns: tuple[str, ...], index: dict[str, int]) -> None:
     """Place each in-flight workload once with first-fit and keep what it consumed.
 
     One that does not fit keeps its partial consumption, as in Go: its pods are probably
@@ -74,8 +120,21 @@ def _deduct_assumed(
     for workload in assumed:
         if not workload.components:
             continue
-        arrays = _Packing(snapshot, workload.components, index)
+        arrays = _packing(snapshot, workload.components, columns, index)
         kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, 1)
+
+
+def _available(snapshot: ClusterSnapshot, columns: tuple[str, ...], assumed: Sequence[AssumedWorkload],
+               index: dict[str, int]) -> np.ndarray:
+    """What the request may use: the snapshot's columns (read-only, shared), less what the
+    in-flight workloads take (then a private array)."""
+    pristine = _pristine(snapshot, columns)
+    if not any(w.components for w in assumed):
+        return pristine
+    available = pristine.copy()
+    _deduct_assumed(snapshot, available, assumed, columns, index)
+    available.setflags(write=False)
+    return available
 
 
 def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
@@ -109,7 +168,8 @@ def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arra
     bound (a pass over every node) cost as much as a small job's packing. In-flight
     (assumed) workloads change what is available, so those requests are not shared."""
     if query.assumed:
-        return kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+        return kernels.first_fit_bounded(available.copy(), arrays.requests, arrays.replicas, arrays.masks,
+                                         MAX_INT32)
     key = _bound_key(arrays, query, columns)
     before = []
 
@@ -119,8 +179,10 @@ def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arra
 
     known = snapshot._derived.get(key)
     if known is None:
-        before.append(available.copy())  # first_fit_sets consumes `available`
-    packing = kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+        # first_fit_sets consumes its copy; with no in-flight workloads the bound reads the
+        # snapshot's untouched columns.
+        before.append(available)
+    packing = kernels.first_fit_sets(available.copy(), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
     return packing._replace(bound=known if known is not None else snapshot.derived(key, bound))
 
 
@@ -132,8 +194,7 @@ class NodeResourcePlugin:
         shape = query.shape or ReplicaShape()
         columns = _columns([shape, *_assumed_shapes(query.assumed)])
         index = {name: k for k, name in enumerate(columns)}
-        available = _gather(snapshot, columns)
-        _deduct_assumed(snapshot, available, query.assumed, index)
+        available = _available(snapshot, columns, query.assumed, index)
         total = kernels.sum_fit(available, _request_row(shape, index), snapshot.node_mask(shape.claim))
         return PluginResult(min(total, MAX_INT32))
 
@@ -144,9 +205,8 @@ class NodeResourcePlugin:
         shapes = [c.shape for c in query.components] + _assumed_shapes(query.assumed)
         columns = _columns(shapes)
         index = {name: k for k, name in enumerate(columns)}
-        available = _gather(snapshot, columns)
-        _deduct_assumed(snapshot, available, query.assumed, index)
-        arrays = _Packing(snapshot, query.components, index)
+        available = _available(snapshot, columns, query.assumed, index)
+        arrays = _packing(snapshot, query.components, columns, index)
         if ctx.packing == "first-fit":
             packing = _first_fit_with_bound(snapshot, available, arrays, query, columns)
         else:
