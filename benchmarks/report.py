@@ -258,7 +258,8 @@ def _section(result: dict, plot_prefix: str) -> str:
 - **Kernel** figures time the public kernels (`estimator.kernels.first_fit_sets` / `best_sets`, validation
   included) on the arrays the node-resource plugin builds with its own helpers (`_columns`, `_gather`,
   `_Packing`); first-fit gets a fresh copy of `available` per call, made outside the timed region. **Plugin path**
-  is `Estimator.max_available_component_sets` in-process (arrays + kernel + quota plugin). Budget
+  is `Estimator.max_available_component_sets` in-process (arrays + kernel + quota plugin), new answers only
+  (the job in more priority-class variants than the answer memo holds, as the RPC's new-answer runs). Budget
   {settings['kernel_seconds']} s and ≥ 20 calls per case, GC off while timing.
 - **Naive rescan** (`benchmarks/naive_rescan.py`): Karmada's `SchedulingSimulator.SimulateScheduling`, line for
   line — every set walks every node from the first — compiled with numba over the same arrays. It is generous to

@@ -137,10 +137,9 @@ _FIXES = {
                   "thread hand-offs per call, lowers it; on a loaded 2-core box the client and the server also "
                   "compete for the same cores",
     "kernel": "the packing kernel (see the kernel profile)",
-    "gather_columns": "copying the needed columns of every node (`noderesource._gather`) on every request; "
-                      "caching the gathered array per (snapshot version, columns) and handing the kernel a copy "
-                      "only where it consumes it (first-fit) removes most of it",
-    "request_rows_and_masks": "building request rows and node masks per request (`noderesource._Packing`)",
+    "gather_columns": "the needed columns of every node (`noderesource._available`: kept per snapshot and "
+                      "column set; first-fit then copies them, as its kernel consumes them)",
+    "request_rows_and_masks": "request rows and node masks (`noderesource._packing`, kept per snapshot and shape)",
     "decode_and_convert": "protobuf decode and wire -> model conversion (`convert.component_sets_query`)",
     "quota_plugin": "the ResourceQuota plugin",
     "other": "servicer bookkeeping (metrics, framework, result objects)",
