@@ -10,31 +10,19 @@ import numpy as np
 import pytest
 
 from estimator import kernels
-from estimator.cluster.cache import ClusterCache
 from estimator.core.model import Component, ComponentSetsQuery, NodeClaim, ReplicaShape
 from estimator.core.resources import MAX_INT32
 from estimator.estimate.framework import EstimateContext
 from estimator.estimate.plugins import noderesource
 from estimator.estimate.plugins.noderesource import NodeResourcePlugin
 from tests.support import naive
-from tests.support.builders import node, pod
+from tests.support.randmember import random_member
 
 GI = 2**30
 
 
 def member(seed: int):
-    rng = random.Random(seed)
-    cache = ClusterCache()
-    for i in range(rng.randint(1, 14)):
-        builder = node(f"n{i}").cpu(rng.choice([2, 4, 8, 16])).memory(f"{rng.choice([4, 16, 64])}Gi").pods(
-            rng.choice([2, 5, 110]))
-        if rng.random() < 0.5:
-            builder = builder.gpu(rng.choice([1, 2, 4, 8]))
-        cache.upsert_node(builder.build())
-    for j in range(rng.randint(0, 16)):
-        cache.upsert_pod(pod("ns", f"p{j}").requests(cpu=f"{rng.randint(1, 3)}", memory=f"{rng.randint(1, 8)}Gi")
-                         .on(f"n{rng.randint(0, 13)}").build())
-    return cache.snapshot()
+    return random_member(seed, max_nodes=14, pod_slots=(2, 5, 110), gpu_share=0.5, max_pods=16, max_pod_cpu=3)
 
 
 def query(seed: int) -> ComponentSetsQuery:

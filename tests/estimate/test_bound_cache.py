@@ -9,30 +9,18 @@ import random
 import pytest
 
 from estimator import kernels
-from estimator.cluster.cache import ClusterCache
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, NodeClaim, ReplicaShape
 from estimator.core.resources import MAX_INT32
 from estimator.estimate.framework import EstimateContext
 from estimator.estimate.plugins import noderesource
 from estimator.estimate.plugins.noderesource import NodeResourcePlugin
-from tests.support.builders import node, pod
+from tests.support.randmember import random_member
 
 GI = 2**30
 
 
 def member(seed: int):
-    rng = random.Random(seed)
-    cache = ClusterCache()
-    for i in range(rng.randint(1, 12)):
-        builder = node(f"n{i}").cpu(rng.choice([2, 4, 8, 16])).memory(f"{rng.choice([4, 16, 64])}Gi").pods(
-            rng.choice([3, 10, 110]))
-        if rng.random() < 0.4:
-            builder = builder.gpu(rng.choice([1, 2, 4, 8]))
-        cache.upsert_node(builder.build())
-    for j in range(rng.randint(0, 20)):
-        cache.upsert_pod(pod("ns", f"p{j}").requests(cpu=f"{rng.randint(1, 4)}", memory=f"{rng.randint(1, 8)}Gi")
-                         .on(f"n{rng.randint(0, 11)}").build())
-    return cache.snapshot()
+    return random_member(seed, max_nodes=12, pod_slots=(3, 10, 110), gpu_share=0.4, max_pods=20, max_pod_cpu=4)
 
 
 def query(seed: int) -> ComponentSetsQuery:
