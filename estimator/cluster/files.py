@@ -10,15 +10,16 @@ the problem; nothing is returned unless every file loaded.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from estimator.cluster import gccontrol
+from estimator.cluster import gccontrol, statecache
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import ObjectFileError, iter_objects
 from estimator.core.errors import StateLoadError
-from estimator.core.records import KINDS
+from estimator.core.records import KINDS, parse_object
 from estimator.core.resources import QuantityError
 
 log = logging.getLogger(__name__)
@@ -33,14 +34,14 @@ def _describe(obj: Any, index: int) -> str:
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
 
 
-def _load_file(cache: ClusterCache, path: Path) -> int:
+def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | None = None) -> int:
     try:
-        return _load_objects(cache, path, iter_objects(path))
+        return _load_objects(cache, path, iter_objects(path), recorder)
     except ObjectFileError as err:
         raise StateLoadError(str(err)) from None
 
 
-def _load_objects(cache: ClusterCache, path: Path, objects) -> int:
+def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache.Recorder | None = None) -> int:
     ignored: Counter[str] = Counter()
     loaded = 0
     for index, obj in enumerate(objects):
@@ -53,27 +54,68 @@ def _load_objects(cache: ClusterCache, path: Path, objects) -> int:
             ignored[kind] += 1
             continue
         try:
-            cache.upsert(kind, obj)
+            record = parse_object(kind, obj)
         except (ValueError, QuantityError, TypeError, AttributeError) as err:
             raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
+        cache.apply(kind, record)
+        if recorder is not None:
+            recorder.note(kind, obj, record)
         loaded += 1
     if loaded == 0 and not ignored:
         raise StateLoadError(f"{path}: no Kubernetes objects in the file (it is empty)")
     if ignored:
         summary = ", ".join(f"{kind}: {count}" for kind, count in sorted(ignored.items()))
-        log.warning("ignored %d objects of other kinds (%s) in %s", sum(ignored.values()), summary, path)
+        warning = f"ignored {sum(ignored.values())} objects of other kinds ({summary}) in {path}"
+        log.warning("%s", warning)
+        if recorder is not None:
+            recorder.warnings.append(warning)
     return loaded
 
 
-def load_object_files(paths: Sequence[str | Path]) -> ClusterCache:
-    """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad."""
+_DEFAULT_DIR = object()
+
+
+def load_object_files(
+    paths: Sequence[str | Path], state_cache: Path | str | None | object = _DEFAULT_DIR,
+    min_bytes: int = statecache.MIN_BYTES,
+) -> ClusterCache:
+    """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad.
+
+    `state_cache`: the directory of parsed-state entries (estimator.cluster.statecache;
+    default: its `default_dir()`, None: off), used when the files hold at least `min_bytes`.
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
         raise StateLoadError("no object files given")
-    cache = ClusterCache()
+    paths = [Path(p) for p in paths]
+    directory = statecache.default_dir() if state_cache is _DEFAULT_DIR else state_cache
+    keys = None
+    if directory:
+        try:
+            keys = statecache.file_keys(paths)
+        except OSError:
+            keys = None  # the load itself says what is wrong with the file
+        if keys is not None and sum(key[1] for key in keys) < min_bytes:
+            keys = None
+    started = time.perf_counter()
     # Parsing allocates millions of containers that all survive: no collector passes over them.
     with gccontrol.paused():
+        if keys is not None:
+            hit = statecache.load(paths, Path(directory))
+            if hit is not None:
+                cache, warnings = hit
+                for warning in warnings:
+                    log.warning("%s", warning)
+                log.info("loaded %s from the state cache in %.2f s", ", ".join(map(str, paths)),
+                         time.perf_counter() - started)
+                return cache
+        recorder = statecache.Recorder() if keys is not None else None
+        cache = ClusterCache()
         for path in paths:
-            _load_file(cache, Path(path))
+            _load_file(cache, path, recorder)
+        parsed = time.perf_counter()
+        saved = statecache.save(cache, recorder, paths, keys, Path(directory)) if recorder is not None else None
+    log.info("parsed %s in %.2f s%s", ", ".join(map(str, paths)), parsed - started,
+             f"; saved its state to {saved} in {time.perf_counter() - parsed:.2f} s" if saved else "")
     return cache

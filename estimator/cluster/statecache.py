@@ -1,0 +1,307 @@
+"""Loaded object files kept on disk as arrays, so the next start skips parsing them.
+
+Parsing a 50k-node member file costs tens of CPU-seconds of per-object Python; the state
+it ends in is mostly flat arrays. After a full load of files of at least `MIN_BYTES`, the
+ClusterCache's state is written to one uncompressed `.npz` (numpy arrays plus one JSON
+blob; no pickle, read with allow_pickle=False) and the next load of the same files reads
+it back instead of parsing.
+
+An entry is found by the files' real paths and used only when everything it was built
+from is unchanged: each file's size, mtime_ns, inode and device, a hash of the loader's
+source (the modules that turn objects into state) and `FORMAT_VERSION`. The files are
+stat'ed before parsing and again after; if they changed meanwhile nothing is saved.
+Entries are written to a temporary file and renamed into place, so a reader sees a whole
+entry or none; one that cannot be read or does not fit is logged and ignored (the
+caller parses). Quotas, ReplicaSets, Deployments and unschedulable pods are few and their
+records hold nested values: the entry keeps their objects, in file order, and a load
+parses them again with the same parsers.
+
+`KARMADA_ESTIMATOR_STATE_CACHE` sets the directory, or turns the cache off (`off`);
+otherwise `$XDG_CACHE_HOME/karmada-estimator/objects` (absolute XDG paths only) or
+`~/.cache/karmada-estimator/objects`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import sys
+import tempfile
+import time
+from itertools import chain
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import orjson
+
+from estimator.cluster.cache import ClusterCache, _NodeState
+from estimator.core.model import NodeClass, Taint
+from estimator.core.records import parse_object
+from estimator.core.workloads import unschedulable_pod
+
+log = logging.getLogger("estimator.statecache")
+
+FORMAT_VERSION = 1
+ENV = "KARMADA_ESTIMATOR_STATE_CACHE"
+OFF = ("off", "none", "0", "false", "no")
+# Smaller files parse in well under a second: an entry would save little.
+MIN_BYTES = 4 << 20
+# Modules whose code decides what state a file loads into; a change to any of them makes
+# every entry stale.
+LOADER_MODULES = (
+    "estimator.cluster.files", "estimator.cluster.kubefiles", "estimator.cluster.jsonitems",
+    "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.statecache",
+    "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
+    "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",
+)
+_PREFIX = "objects-"
+
+
+def default_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The cache directory, or None when turned off (see the module docstring)."""
+    explicit = environ.get(ENV, "")
+    if explicit:
+        return None if explicit.strip().lower() in OFF else Path(explicit)
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "karmada-estimator" / "objects"
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return Path(home) / ".cache" / "karmada-estimator" / "objects"
+
+
+@functools.lru_cache(maxsize=None)
+def loader_tag() -> str:
+    """A hash of the loader modules' source (and the format and Python version)."""
+    import importlib
+
+    digest = hashlib.sha256(f"format {FORMAT_VERSION} python {sys.version_info[:2]}\0".encode())
+    for name in LOADER_MODULES:
+        source = getattr(importlib.import_module(name), "__file__", None)
+        digest.update(name.encode() + b"\0" + (Path(source).read_bytes() if source else b"") + b"\0")
+    return digest.hexdigest()
+
+
+def file_keys(paths: Sequence[Path]) -> list[list]:
+    """What each file's entry depends on; OSError if a file cannot be stat'ed."""
+    keys = []
+    for path in paths:
+        st = os.stat(path)
+        keys.append([os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev])
+    return keys
+
+
+def entry_path(directory: Path, paths: Sequence[Path]) -> Path:
+    """One entry per list of files (by real path): a changed file replaces its entry."""
+    names = orjson.dumps([os.path.realpath(p) for p in paths])
+    return Path(directory) / f"{_PREFIX}{hashlib.sha256(names).hexdigest()[:32]}.npz"
+
+
+class Recorder:
+    """What a load must remember beyond the cache's arrays: the objects of the few-record
+    kinds (and unschedulable pods) in file order, and the warnings it logged."""
+
+    def __init__(self) -> None:
+        self.objects: list[list] = []  # [kind, object]
+        self.pods: list[list] = []  # [object] (unschedulable) or [namespace, name] (no longer)
+        self.warnings: list[str] = []
+        self._unschedulable: set[tuple[str, str]] = set()
+
+    def note(self, kind: str, obj: Any, record: Any) -> None:
+        if kind == "Node":
+            return
+        if kind != "Pod":
+            self.objects.append([kind, obj])
+            return
+        key = (record.namespace, record.name)
+        if record.unschedulable is not None:
+            self._unschedulable.add(key)
+            self.pods.append([obj])
+        elif key in self._unschedulable:
+            self._unschedulable.discard(key)
+            self.pods.append([record.namespace, record.name])
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _class_json(node_class: NodeClass | None) -> Any:
+    if node_class is None:
+        return None
+    return [[list(pair) for pair in node_class.labels], [[t.key, t.value, t.effect] for t in node_class.taints],
+            node_class.unschedulable]
+
+
+def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, dict[str, np.ndarray]]:
+    rows = cache._next_row
+    zones: dict[str, int] = {}
+    row_zone = np.full(rows, -1, dtype=np.int32)
+    for row, state in enumerate(cache._row_nodes[:rows]):
+        if state is not None:
+            row_zone[row] = zones.setdefault(state.zone, len(zones))
+    tree = [[zone, list(nodes.values())] for zone, nodes in cache._tree._zones.items()]
+    namespaces: dict[str, int] = {}
+    amounts: dict[tuple, int] = {}
+    pods = cache._pods
+    pod_ns = np.fromiter((namespaces.setdefault(ns, len(namespaces)) for ns, _ in pods), dtype=np.int32, count=len(pods))
+    names = [name for _, name in pods]
+    pod_row = np.fromiter((row for row, _ in pods.values()), dtype=np.int64, count=len(pods))
+    pod_amounts = np.fromiter((amounts.setdefault(a, len(amounts)) for _, a in pods.values()), dtype=np.int32,
+                              count=len(pods))
+    meta = {
+        "format": FORMAT_VERSION, "loader": loader_tag(), "files": keys,
+        "version": cache._version,
+        "columns": cache._column_names,
+        "next_row": rows, "free_rows": cache._free_rows,
+        "row_names": cache._row_names[:rows].tolist(), "row_hostnames": cache._row_hostnames[:rows].tolist(),
+        "zones": list(zones), "tree": tree,
+        "classes": [_class_json(c) for c in cache._classes], "class_refs": cache._class_refs,
+        "free_class_ids": cache._free_class_ids,
+        "excess": [[row, column, str(total)] for (row, column), total in cache._excess.items()],
+        "namespaces": list(namespaces), "pod_names": names,
+        "objects": recorder.objects, "pods": recorder.pods, "warnings": recorder.warnings,
+    }
+    arrays = {
+        "allocatable": cache._allocatable, "requested": cache._requested, "row_class": cache._row_class,
+        "row_zone": row_zone, "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
+        # The distinct ((column, amount), ...) tuples, flat: how many pairs each, then the pairs.
+        "amount_sizes": np.fromiter(map(len, amounts), dtype=np.int32, count=len(amounts)),
+        "amount_pairs": np.fromiter(chain.from_iterable(chain.from_iterable(amounts)), dtype=np.int64).reshape(-1, 2),
+    }
+    return meta, arrays
+
+
+def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: list, directory: Path) -> Path | None:
+    """Write the entry for `paths` (stat'ed as `keys` before they were parsed); None, with a
+    warning, when it cannot be written. Nothing is written if the files changed meanwhile."""
+    try:
+        if file_keys(paths) != keys:
+            log.info("object files changed while they were loaded: state cache not saved")
+            return None
+        meta, arrays = _state(cache, recorder, keys)
+        blob = orjson.dumps(meta)
+        kept = [recorder.objects, recorder.pods]
+        if orjson.loads(orjson.dumps(kept)) != kept:  # e.g. YAML timestamps, which JSON would turn into text
+            log.info("object files hold values JSON cannot keep exactly: state cache not saved")
+            return None
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        target = entry_path(directory, paths)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, meta=np.frombuffer(blob, dtype=np.uint8), **arrays)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return target
+    except (OSError, TypeError, ValueError) as err:  # orjson's errors are TypeError/ValueError
+        log.warning("state cache not saved in %s: %s", directory, err)
+        return None
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+class StaleEntry(Exception):
+    """The entry was built from other files or another loader."""
+
+
+def _node_class(value: Any) -> NodeClass:
+    labels, taints, unschedulable = value
+    return NodeClass(tuple((str(k), str(v)) for k, v in labels), tuple(Taint(*map(str, t)) for t in taints),
+                     bool(unschedulable))
+
+
+def _restore(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
+    cache = ClusterCache()
+    rows = int(meta["next_row"])
+    allocatable, requested = arrays["allocatable"], arrays["requested"]
+    capacity = len(allocatable)
+    columns = [str(c) for c in meta["columns"]]
+    if (allocatable.dtype != np.int64 or requested.shape != allocatable.shape or allocatable.ndim != 2
+            or not rows <= capacity or len(columns) > allocatable.shape[1]
+            or arrays["row_class"].shape != (capacity,) or arrays["row_zone"].shape != (rows,)):
+        raise ValueError("array shapes do not fit together")
+    cache._column_names = columns
+    cache._column_index = {name: i for i, name in enumerate(columns)}
+    cache._allocatable = np.array(allocatable, dtype=np.int64)
+    cache._requested = np.array(requested, dtype=np.int64)
+    cache._row_class = np.array(arrays["row_class"], dtype=np.int32)
+    cache._next_row = rows
+    cache._free_rows = [int(r) for r in meta["free_rows"]]
+    row_names, hostnames = meta["row_names"], meta["row_hostnames"]
+    if len(row_names) != rows or len(hostnames) != rows:
+        raise ValueError("row tables do not fit the arrays")
+    cache._row_names = np.empty(capacity, dtype=object)
+    cache._row_names[:rows] = row_names
+    cache._row_hostnames = np.empty(capacity, dtype=object)
+    cache._row_hostnames[:rows] = hostnames
+    cache._rows = {name: row for row, name in enumerate(row_names) if name is not None}
+    classes = [None if c is None else _node_class(c) for c in meta["classes"]]
+    cache._classes = classes
+    cache._class_refs = [int(r) for r in meta["class_refs"]]
+    cache._free_class_ids = [int(i) for i in meta["free_class_ids"]]
+    free = set(cache._free_class_ids)
+    cache._class_ids = {c: i for i, c in enumerate(classes) if i not in free}
+    zones = meta["zones"]
+    row_class = cache._row_class.tolist()
+    cache._row_nodes = [None] * capacity
+    for row, zone in enumerate(arrays["row_zone"].tolist()):
+        if zone >= 0:
+            cache._row_nodes[row] = _NodeState(zones[zone], row_class[row], hostnames[row])
+    for zone, tree_rows in meta["tree"]:
+        cache._tree._zones[zone] = {row_names[row]: row for row in tree_rows}
+    cache._excess = {(int(row), int(column)): int(total) for row, column, total in meta["excess"]}
+    namespaces = meta["namespaces"]
+    sizes = arrays["amount_sizes"].tolist()
+    pairs = list(map(tuple, arrays["amount_pairs"].tolist()))
+    if sum(sizes) != len(pairs):
+        raise ValueError("amount tables do not fit together")
+    ends = np.cumsum(sizes).tolist()
+    amounts = [tuple(pairs[end - size:end]) for size, end in zip(sizes, ends)]
+    ns_of = [namespaces[i] for i in arrays["pod_ns"].tolist()]
+    names = meta["pod_names"]
+    if len(ns_of) != len(names):
+        raise ValueError("pod tables do not fit together")
+    cache._pods = dict(zip(zip(ns_of, names), zip(arrays["pod_row"].tolist(),
+                                                      [amounts[i] for i in arrays["pod_amounts"].tolist()])))
+    # The few-record kinds go through the parsers again, in file order, as they did first.
+    for kind, obj in meta["objects"]:
+        cache._apply(kind, parse_object(kind, obj))
+    for event in meta["pods"]:
+        if len(event) == 1:
+            record = unschedulable_pod(event[0])
+            cache._workloads.set_pod(record.namespace, record.name, record)
+        else:
+            cache._workloads.set_pod(event[0], event[1], None)
+    cache._version = int(meta["version"])
+    cache._updated_at = time.time()
+    return cache
+
+
+def load(paths: Sequence[Path], directory: Path) -> tuple[ClusterCache, list[str]] | None:
+    """(the cache, the warnings the first load logged) from the entry for `paths`; None when
+    there is none, it is stale, or it cannot be read (logged)."""
+    target = entry_path(directory, paths)
+    try:
+        keys = file_keys(paths)
+        with np.load(target, allow_pickle=False) as entry:
+            meta = orjson.loads(entry["meta"].tobytes())
+            if meta.get("format") != FORMAT_VERSION or meta.get("loader") != loader_tag():
+                raise StaleEntry("written by another version of the loader")
+            if meta.get("files") != keys:
+                raise StaleEntry("the files changed since")
+            arrays = {name: entry[name] for name in entry.files if name != "meta"}
+        return _restore(meta, arrays), [str(w) for w in meta["warnings"]]
+    except FileNotFoundError:
+        return None
+    except StaleEntry as why:
+        log.info("state cache %s not used: %s", target, why)
+        return None
+    except Exception as err:  # noqa: BLE001 - a damaged entry must never stop a load
+        log.warning("state cache %s is unreadable, parsing the files instead: %s: %s", target, type(err).__name__, err)
+        return None
