@@ -1,37 +1,44 @@
 """Karmada's first-fit for two components walking the nodes by index (Flink's jobmanager
 and taskmanagers, a PyTorchJob's master and workers): the same answer, placement and
-leftover as `firstfit._first_fit`, for a lower cost per set.
+leftover as `firstfit._first_fit`, in steps per node rather than per set.
 
-On sets-heavy members most sets differ from the one before (a few sets per node, the
-second component spilling onto the next node while the first stays behind), so placing
-runs of sets in one step saves little: the cost is in the set by hand, and that is what
-this kernel makes cheap.
+First-fit places one replica at a time, in the order A^ra B^rb A^ra B^rb ... (A, B: the
+two components, ra, rb: their replicas), each on the first node, by index, that its
+component may use and that still fits one. Nodes only lose resources, so the first such
+node of a component never moves back: each component has a pointer (pa, pb), and every
+node before it fits none of that component for the rest of the estimate. A replica only
+changes the node it lands on, so the two components meet only on one node:
 
-- Up to 4 columns, each a separate local: a component's whole share of a set (replicas x
-  request, worked out once) is compared with the node under its pointer and subtracted,
-  with no division and no loop over columns. Narrower members repeat their last column
-  with a request of 0 (always fits, subtracts nothing).
-- Where the share does not fit whole, the component walks on as `firstfit._fill` does,
-  counting what fits on a node by comparisons, not division: the kernel takes only
-  components of at most _FEW replicas with requests of at most _FEW_REQUEST.
-- Steps of several sets, in separate functions (they are rare, and the loop stays small):
-  * both on the pointers' nodes: once three sets in a row fit whole there, the sets that
-    still fit there are placed at once (one division per column; both components on one
-    node need their two shares together, on two nodes each its own share);
-  * the first component fits whole on a node behind the second's pointer, which the
-    second never walks again: the sets it still fits there are placed at once, the second
-    filling their share in one walk (a master on node 0 while its workers cross the
-    GPU nodes). Where such steps come out small (a jobmanager in the holes behind its
-    taskmanagers) they are tried only every 2nd, 4th, ... 64th time, as in `firstfit`.
-- A failed set is taken back out of `placement` from where each walk started and what it
-  took there: past its pointer a component never placed anything.
+- pa == pb == p: the next s sets land whole on p while p holds s copies of both shares,
+  s = min over columns of available // (A's share + B's share): one step.
+- pa < pb: B never goes back to pa, A stays on pa while it fits A's share whole:
+  s = available[pa] // A's share sets have A on pa and B filling s x rb replicas greedily
+  from pb on (a stream that may straddle nodes), apart from each other: one step and
+  one walk. If B runs out of nodes part-way, the set it failed in leaves A's share on pa
+  and B's partial replicas consumed, as Go does.
+- pa > pb: the same with the roles swapped, except that B's fill must stop before pa
+  (A's node): where it reaches pa the replicas of the set it did not complete are given
+  back and only the sets it completed are placed.
+- A node that fits none of A between pa and pb is skipped (no set changes it).
+- Otherwise (after a step, the next set does not land as the step assumed) one set is
+  placed by hand: A's walk, then B's, each taking min(left, fit) per node.
+
+Every step either ends with a pointer's node no longer fitting the share that made the
+step (so the next set by hand moves a pointer) or places all the sets asked for, so the
+steps and sets by hand are O(nodes), whatever the number of sets: Flink at 10k nodes,
+about 2.5 sets per node, takes a few steps per node.
+
+Up to 4 columns, each a separate local; narrower members repeat their last column with a
+request of 0 (always fits, subtracts nothing). A failed set is taken back out of
+`placement` from where each walk started and what it took there: past its pointer a
+component never placed anything.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._arith import take
+from ._arith import capped_quotient
 from ._numba import kernel
 
 MAX_COLUMNS = 4  # columns held as separate locals; wider members use the general kernel
@@ -39,9 +46,6 @@ MAX_COLUMNS = 4  # columns held as separate locals; wider members use the genera
 # (replicas x request) is below 2**62, so two shares add up without overflow.
 _FEW = 8
 _FEW_REQUEST = 2**59 - 1
-_RUN = 3  # sets in a row that fit whole before a step places the rest there at once
-_WORTH_IT = 4  # a step of the first component behind the second worth trying again at once
-_MAX_BACKOFF = 63
 
 
 def pair_components(requests: np.ndarray, replicas: np.ndarray) -> tuple[int, int] | None:
@@ -63,9 +67,40 @@ def _column(requests: np.ndarray, c: int, k: int) -> int:
 
 
 @kernel(inline="always")
+def _fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
+    """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free."""
+    f = cap
+    if r0 > 0:
+        f = capped_quotient(f, available[p, 0], r0)
+    if r1 > 0 and f > 0:
+        f = capped_quotient(f, available[p, k1], r1)
+    if r2 > 0 and f > 0:
+        f = capped_quotient(f, available[p, k2], r2)
+    if r3 > 0 and f > 0:
+        f = capped_quotient(f, available[p, k3], r3)
+    return f
+
+
+@kernel(inline="always")
+def _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
+    """Node p holds one copy of (r0..r3)."""
+    return (available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2
+            and available[p, k3] >= r3)
+
+
+@kernel(inline="always")
+def _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
+    """Take f copies of (r0..r3) from node p (the last column first: k1..k3 may repeat
+    the last column with a request of 0)."""
+    available[p, k3] -= f * r3
+    available[p, k2] -= f * r2
+    available[p, k1] -= f * r1
+    available[p, 0] -= f * r0
+
+
+@kernel(inline="always")
 def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
-    """Greedy walk of c from node p placing up to `want` replicas (r0..r3: its request in
-    columns 0, k1, k2, k3).
+    """Greedy walk of c from node p placing up to `want` replicas (r0..r3: its request).
 
     Returns (the node that completed `want`, else the node count; what is left; what it
     placed on node p).
@@ -74,16 +109,10 @@ def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
     start = p
     first = 0
     while p < n_nodes:
-        if masks[c, p]:
-            f = 0
-            while (f < want and available[p, 0] >= (f + 1) * r0 and available[p, k1] >= (f + 1) * r1
-                   and available[p, k2] >= (f + 1) * r2 and available[p, k3] >= (f + 1) * r3):
-                f += 1
+        if masks[c, p] and _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
+            f = _fit(available, p, k1, k2, k3, r0, r1, r2, r3, want)
             if f > 0:
-                available[p, k3] -= f * r3
-                available[p, k2] -= f * r2
-                available[p, k1] -= f * r1
-                available[p, 0] -= f * r0
+                _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f)
                 placement[c, p] += f
                 if p == start:
                     first = f
@@ -95,24 +124,6 @@ def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
 
 
 @kernel(inline="always")
-def _fill(available, requests, masks, c, p, want, placement):
-    """`_walk` for any `want`, with the shared fit arithmetic (a step's walk wants many)."""
-    n_nodes, n_cols = available.shape
-    while p < n_nodes:
-        if masks[c, p]:
-            f = take(available, requests, c, p, want)
-            if f > 0:
-                for k in range(n_cols):
-                    available[p, k] -= f * requests[c, k]
-                placement[c, p] += f
-                want -= f
-                if want == 0:
-                    break
-        p += 1
-    return p, want
-
-
-@kernel(inline="always")
 def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> None:
     """Take one set's share of c (its walk began at node `start`, took `took` there and
     ended at node `end`) back out of `placement`."""
@@ -121,77 +132,26 @@ def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> 
         placement[c, q] = 0
 
 
-@kernel
-def _stay_step(available, requests, placement, first, second, ra, rb, pa, pb, most):
-    """Place the sets (at most `most`) that still fit whole on both pointers' nodes; how many."""
-    n_cols = available.shape[1]
-    s = most
-    if pa == pb:
-        for k in range(n_cols):
-            d = requests[first, k] * ra + requests[second, k] * rb
-            if d > 0:
-                s = min(s, available[pa, k] // d)
-    else:
-        for k in range(n_cols):
-            if requests[first, k] > 0:
-                s = min(s, available[pa, k] // (requests[first, k] * ra))
-            if requests[second, k] > 0:
-                s = min(s, available[pb, k] // (requests[second, k] * rb))
-    if s > 0:
-        for k in range(n_cols):
-            available[pa, k] -= s * requests[first, k] * ra
-            available[pb, k] -= s * requests[second, k] * rb
-        placement[first, pa] += s * ra
-        placement[second, pb] += s * rb
-    return s
-
-
-@kernel
-def _behind_step(available, requests, masks, placement, first, second, ra, rb, pa, pb, most, pointer):
-    """The first component fits whole on node pa < pb, which the second never walks again:
-    place the sets (at most `most`) it still fits there, the second filling their share
-    from pb in one walk. Returns (sets completed, whether the last one failed);
-    pointer[0] is the second's pointer after it.
-
-    A walk that runs out of nodes completes fewer sets: the failing set's share of the
-    first stays consumed on pa (as in Go), the sets after it never happen, and the second's
-    replicas of the failing set are taken back out of `placement` (not `available`).
-    """
-    n_cols = available.shape[1]
-    s = most
-    for k in range(n_cols):
-        if requests[first, k] > 0:
-            s = min(s, available[pa, k] // (requests[first, k] * ra))
-    if s <= 0:
-        pointer[0] = pb
-        return 0, False
-    before = placement[second, pb]
-    want = s * rb
-    p, left = _fill(available, requests, masks, second, pb, want, placement)
-    placed = want - left
-    done = placed // rb
-    if left == 0:
-        pointer[0] = p
-        failed = False
-        taken = s  # sets whose first share was placed
-    else:
-        # The set after the `done` complete ones failed: drop its replicas of the second
-        # from `placement`, walking back from the last node.
-        extra = placed - done * rb
-        q = min(p, available.shape[0] - 1)
-        while extra > 0:
-            here = placement[second, q] - (before if q == pb else 0)
-            drop = min(here, extra)
-            placement[second, q] -= drop
+@kernel(inline="always")
+def _drop(available, placement, c, start, before, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
+    """Take the last `extra` replicas of a fill of c (from node `start`, where `placement`
+    held `before`, to node `end`) back out of `placement`, and out of `available` too if
+    `give_back`. Returns the last node that still holds one of the fill's replicas
+    (`start` if none)."""
+    q = end
+    while extra > 0:
+        here = placement[c, q] - (before if q == start else 0)
+        drop = min(here, extra)
+        if drop > 0:
+            placement[c, q] -= drop
+            if give_back:
+                _sub(available, q, k1, k2, k3, r0, r1, r2, r3, -drop)
             extra -= drop
+        if extra > 0:
             q -= 1
-        pointer[0] = p
-        failed = True
-        taken = done + 1
-    for k in range(n_cols):
-        available[pa, k] -= taken * requests[first, k] * ra
-    placement[first, pa] += done * ra
-    return done, failed
+    while q > start and placement[c, q] == 0:
+        q -= 1
+    return q
 
 
 @kernel
@@ -207,10 +167,9 @@ def pair_first_fit(
     info: np.ndarray,
 ) -> int:
     """`firstfit._first_fit` for the order (first, second) and walks by node index, on a
-    problem `eligible` takes with at least one node: same arguments and results (rows of
-    `placement` of other components stay 0). info[1] counts node visits as there: one per
-    component for a set placed where the pointers stand, 2 per step of several sets plus
-    its walk."""
+    problem `pair_components` takes with at least one node: same arguments and results
+    (rows of `placement` of other components stay 0). info[1] counts node visits: every
+    node a walk or a skip looks at, and one per component for each step or set by hand."""
     n_nodes, n_cols = available.shape
     last = n_cols - 1
     k1, k2, k3 = min(1, last), min(2, last), min(3, last)
@@ -219,79 +178,146 @@ def pair_first_fit(
                       _column(requests, first, 3))
     b0, b1, b2, b3 = (_column(requests, second, 0), _column(requests, second, 1), _column(requests, second, 2),
                       _column(requests, second, 3))
-    wa0, wa1, wa2, wa3 = ra * a0, ra * a1, ra * a2, ra * a3
+    wa0, wa1, wa2, wa3 = ra * a0, ra * a1, ra * a2, ra * a3  # A's share of one set
     wb0, wb1, wb2, wb3 = rb * b0, rb * b1, rb * b2, rb * b3
-    pointer = np.zeros(1, np.int64)
+    d0, d1, d2, d3 = wa0 + wb0, wa1 + wb1, wa2 + wb2, wa3 + wb3  # one whole set on one node
     pa = 0
     pb = 0
-    run = 0
-    wait = 0
-    backoff = 0
     sets = 0
-    stepped = 0  # sets placed by steps of several sets
-    work = 0  # node visits but the one per component of each set by hand (added at the end)
+    work = 0
     while sets < upper:
-        start_a = pa
-        if (masks[first, pa] and available[pa, 0] >= wa0 and available[pa, k1] >= wa1
-                and available[pa, k2] >= wa2 and available[pa, k3] >= wa3):
-            if pa < pb and wait == 0:
-                got, failed = _behind_step(available, requests, masks, placement, first, second, ra, rb, pa, pb,
-                                           upper - sets, pointer)
-                work += pointer[0] - pb + 3
-                pb = pointer[0]
-                sets += got
-                stepped += got
-                if failed:
+        if pa == pb:
+            if pa < n_nodes and masks[first, pa] and masks[second, pa]:
+                s = _fit(available, pa, k1, k2, k3, d0, d1, d2, d3, upper - sets)
+                work += 2
+                if s > 0:
+                    _sub(available, pa, k1, k2, k3, d0, d1, d2, d3, s)
+                    placement[first, pa] += s * ra
+                    placement[second, pa] += s * rb
+                    sets += s
+                    if sets >= upper:
+                        break
+                if pa + 1 < n_nodes and _holds(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3):
+                    # The next set's share of A still lands on p = pa but B's does not
+                    # whole: B takes what fits on p (its last replicas there) and goes on
+                    # from p + 1; then A's shares that still fit on p are sets with B's
+                    # replicas from p + 1 on. Both in one step, t sets in all.
+                    p = pa
+                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
+                    fb = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, rb - 1)
+                    before = placement[second, p]
+                    if fb > 0:
+                        _sub(available, p, k1, k2, k3, b0, b1, b2, b3, fb)
+                        placement[second, p] += fb
+                    t = 1 + _fit(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets - 1)
+                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, t - 1)
+                    want = t * rb - fb
+                    q, left, _ = _walk(available, masks, second, p + 1, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                    work += q - p + 2
+                    if left == 0:
+                        placement[first, p] += t * ra
+                        pb = q
+                        sets += t
+                        continue
+                    placed = fb + want - left
+                    done = placed // rb
+                    _drop(available, placement, second, p, before, n_nodes - 1, placed - done * rb,
+                          k1, k2, k3, b0, b1, b2, b3, False)
+                    # Sets after the failing one never happen: their shares of A go back.
+                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1 - t)
+                    placement[first, p] += done * ra
                     info[0] = second
-                    info[1] += work + 2 * (sets - stepped)
-                    return sets
-                backoff = 0 if got >= _WORTH_IT else min(2 * backoff + 1, _MAX_BACKOFF)
-                wait = backoff
-                run = 0
+                    info[1] += work
+                    return sets + done
+        elif pa < pb:
+            while pa < pb and not (masks[first, pa] and _holds(available, pa, k1, k2, k3, a0, a1, a2, a3)):
+                pa += 1  # fits no replica of A: no set ever places one there
+                work += 1
+            if pa == pb:
                 continue
-            if pa < pb:
-                wait -= 1
-            available[pa, k3] -= wa3
-            available[pa, k2] -= wa2
-            available[pa, k1] -= wa1
-            available[pa, 0] -= wa0
+            s = _fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
+            if s > 0:
+                # A's share of s sets on pa, B's replicas for them filled from pb on.
+                want = s * rb
+                before = placement[second, pb] if pb < n_nodes else 0
+                p, left, _ = _walk(available, masks, second, pb, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                work += p - pb + 2
+                if left == 0:
+                    pb = p
+                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
+                    placement[first, pa] += s * ra
+                    sets += s
+                    continue
+                # B ran out of nodes in set `done`: that set's share of A stays consumed
+                # on pa, its replicas of B in `available` but not in `placement`.
+                placed = want - left
+                done = placed // rb
+                _drop(available, placement, second, pb, before, n_nodes - 1, placed - done * rb,
+                      k1, k2, k3, b0, b1, b2, b3, False)
+                _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1)
+                placement[first, pa] += done * ra
+                info[0] = second
+                info[1] += work
+                return sets + done
+        elif masks[first, pa]:
+            s = _fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
+            if s > 0:
+                # A's share of s sets on pa; B's filled from pb, but only on nodes before
+                # pa: replicas of a set it cannot complete there are given back.
+                want = s * rb
+                before = placement[second, pb]
+                p = pb
+                left = want
+                while p < pa:
+                    if masks[second, p]:
+                        f = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, left)
+                        if f > 0:
+                            _sub(available, p, k1, k2, k3, b0, b1, b2, b3, f)
+                            placement[second, p] += f
+                            left -= f
+                            if left == 0:
+                                break
+                    p += 1
+                work += p - pb + 2
+                if left > 0:
+                    done = (want - left) // rb
+                    p = _drop(available, placement, second, pb, before, min(p, pa - 1), want - left - done * rb,
+                              k1, k2, k3, b0, b1, b2, b3, True)
+                    s = done
+                pb = p
+                if s > 0:
+                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
+                    placement[first, pa] += s * ra
+                    sets += s
+                    continue
+        # One set by hand: A's walk, then B's.
+        start_a = pa
+        if pa < n_nodes and masks[first, pa] and _holds(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3):
+            _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
             placement[first, pa] += ra
             took_a = ra
-            fast = True
         else:
             pa, left, took_a = _walk(available, masks, first, pa, ra, k1, k2, k3, a0, a1, a2, a3, placement)
             work += pa - start_a
             if left > 0:
                 _unplace(placement, first, start_a, took_a, pa)
                 info[0] = first
-                info[1] += work + 2 * (sets - stepped) + 1
+                info[1] += work + 1
                 return sets
-            fast = False
-        if (masks[second, pb] and available[pb, 0] >= wb0 and available[pb, k1] >= wb1
-                and available[pb, k2] >= wb2 and available[pb, k3] >= wb3):
-            available[pb, k3] -= wb3
-            available[pb, k2] -= wb2
-            available[pb, k1] -= wb1
-            available[pb, 0] -= wb0
+        start_b = pb
+        if pb < n_nodes and masks[second, pb] and _holds(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3):
+            _sub(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3, 1)
             placement[second, pb] += rb
         else:
-            start_b = pb
             pb, left, took_b = _walk(available, masks, second, pb, rb, k1, k2, k3, b0, b1, b2, b3, placement)
             work += pb - start_b
             if left > 0:
                 _unplace(placement, second, start_b, took_b, pb)
                 _unplace(placement, first, start_a, took_a, pa)
                 info[0] = second
-                info[1] += work + 2 * (sets - stepped) + 2
+                info[1] += work + 2
                 return sets
-            fast = False
+        work += 2
         sets += 1
-        run = run + 1 if fast else 0
-        if run >= _RUN and sets < upper:
-            got = _stay_step(available, requests, placement, first, second, ra, rb, pa, pb, upper - sets)
-            sets += got
-            stepped += got
-            work += 2
-            run = 0
-    info[1] += work + 2 * (sets - stepped)
+    info[1] += work
     return sets
