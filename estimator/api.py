@@ -31,6 +31,9 @@ Cluster state files
     ClusterSnapshot, the immutable per-node arrays one cache yields.
 Packing
     first_fit_sets (Karmada's first-fit over component sets) and warmup_kernels.
+Launching (Linux)
+    preload_estimator and fork_estimator: estimators forked from a process that loaded the
+    kernels once (the demo's six).
 Command-line values (Go syntax, Karmada's feature gates)
     FlagValueError, parse_go_duration; FEATURE_GATES, ALL_GATES, FeatureGates,
     parse_feature_gates, UnknownFeatureGate.
@@ -97,7 +100,7 @@ if TYPE_CHECKING:
     from estimator.cluster.cache import ClusterCache
 
 
-# The three below import their modules on first call: numba (the kernels) and the cluster
+# The functions below import their modules on first call: numba (the kernels) and the cluster
 # cache cost about a second to import, and most client commands never need them.
 
 
@@ -123,6 +126,22 @@ def warmup_kernels() -> None:
     warmup()
 
 
+def preload_estimator() -> None:
+    """Import what `karmada-estimator --objects` serves with and load every kernel, here,
+    so estimators started with `fork_estimator` share them (estimator.__main__.preload)."""
+    from estimator.__main__ import preload
+
+    preload()
+
+
+def fork_estimator(argv, output_fd: int | None = None) -> int:
+    """Run `karmada-estimator argv` in a child forked from this process; its pid
+    (estimator.__main__.fork_serve: Linux, single-threaded, no gRPC object created yet)."""
+    from estimator.__main__ import fork_serve
+
+    return fork_serve(argv, output_fd)
+
+
 __all__ = [
     "ALL_GATES", "CPU", "EPHEMERAL_STORAGE", "FEATURE_GATES", "MAX_INT32", "MAX_INT64", "MEMORY",
     "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
@@ -130,8 +149,9 @@ __all__ = [
     "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
     "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
     "ReplicaShape", "ReplicasQuery", "ResourceListError", "StateLoadError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
-    "first_fit_sets", "is_counted", "is_hugepages", "label_selector", "load_object_files", "node_passes",
+    "first_fit_sets", "fork_estimator", "is_counted", "is_hugepages", "label_selector", "load_object_files", "node_passes",
     "parse_feature_gates", "parse_go_duration", "parse_quantity", "parse_resource_list", "pod_requests",
+    "preload_estimator",
     "quantity_to_int", "read_objects",
     "requirement_matches", "taints_tolerated", "tolerates", "uses_milli_units", "warmup_kernels",
 ]

@@ -1,8 +1,9 @@
 """`make demo`: the reference scenario (docs/scenario.md), start to end.
 
 Compiles the numba kernels once (or loads them from the on-disk cache), then starts one
-accurate estimator per member and packing mode from deploy/demo/, so the six processes load
-the compiled kernels instead of each compiling them on the same few cores; then shows
+accurate estimator per member and packing mode from deploy/demo/, forked from this process
+(Linux), so the six share the loaded kernels instead of each loading or compiling them on the
+same few cores; then shows
 train-small and train-big placed
   (a) with the general estimator only: member-b looks feasible for train-big (the trap);
   (b) with the accurate estimators too: member-b rejected with the reason, member-c chosen;
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from estimator.api import ComponentSetsQuery, warmup_kernels
+from estimator.api import ComponentSetsQuery, preload_estimator, warmup_kernels
 from scheduler_client import accurate, cli
 from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
 from scheduler_client.launch import LocalEstimator, wait_serving
@@ -170,31 +171,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-in-each", action="store_true",
                         help="skip the shared kernel warm-up: every estimator compiles for itself if the cache is "
                              "cold (the old start-up, kept for benchmarks/startup.py's comparison)")
+    parser.add_argument("--spawn", action="store_true",
+                        help="start each estimator as `python -m estimator` of its own (imports and kernel loading "
+                             "paid six times) instead of forking them from this process (the default on Linux)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     estimators = [LocalEstimator(m, [DEMO / f"{m}.yaml"], packing=mode) for mode in MODES for m in MEMBERS]
+    # Forked from this process after it loaded the kernels once, the six share the loaded
+    # kernels and modules: each then costs its own start-up only (a tenth of a process of its
+    # own on this demo's members).
+    fork = not (args.compile_in_each or args.spawn) and sys.platform.startswith("linux")
     print("Karmada placement of two PyTorchJobs over three GPU members (deploy/demo)", flush=True)
     if not args.compile_in_each:
-        # One process fills the kernel cache (this one imports numba anyway, for the general
-        # estimator's resource models); the estimators started after it only load it. Cold,
-        # six processes compiling at once on two cores waited ~46 s (benchmarks/startup.py).
+        # One process fills the kernel cache or loads it (this one imports numba anyway, for
+        # the general estimator's resource models); the estimators started after it never
+        # compile. Cold, six processes compiling at once on two cores waited ~46 s.
         warm_started = time.monotonic()
-        warmup_kernels()
+        if fork:
+            preload_estimator()  # the kernels, and the modules the estimators run
+        else:
+            warmup_kernels()
         # estimator.kernels has set NUMBA_CACHE_DIR, which the estimators inherit.
         print(f"kernels compiled (or loaded from {os.environ['NUMBA_CACHE_DIR']}) in "
               f"{time.monotonic() - warm_started:.1f}s", flush=True)
     print(f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
           flush=True)
     for est in estimators:
-        est.start()
+        est.start(fork=fork)
     try:
+        by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
+                   for mode in MODES}
+        scenario = Scenario(by_mode["best"])  # reads the demo's files while the estimators start
         # Generous: a process that dies fails the wait at once; a live one may be slow on a busy machine.
         wait_serving(estimators, timeout=900, progress=lambda pending, waited: print(
             f"  ... {len(pending)} of {len(estimators)} still starting after {waited:.0f}s", flush=True))
         print(f"ready in {time.monotonic() - started:.1f}s", flush=True)
-        by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
-                   for mode in MODES}
-        scenario = Scenario(by_mode["best"])
         packing_table(by_mode, scenario)
         general_only(scenario)
         with_accurate(scenario)

@@ -2,6 +2,12 @@
 
 Each process binds loopback only, on ports picked here; readiness is the standard gRPC
 health check turning SERVING (state loaded and kernels warm).
+
+`start()` runs `python -m estimator` (a process of its own: it imports the estimator and loads
+its kernels, about 1.5 CPU-seconds); `start(fork=True)` forks it from this process after
+`estimator.api.preload_estimator()`, so the modules and loaded kernels are shared and only
+the estimator's own start-up runs per process (the demo's six estimators on a shared
+machine). The child runs the same `karmada-estimator` main with the same flags.
 """
 
 from __future__ import annotations
@@ -19,6 +25,37 @@ from typing import Sequence
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from estimator.api import fork_estimator
+
+
+class ForkedProcess:
+    """The part of subprocess.Popen's interface the launcher uses, for a forked child."""
+
+    def __init__(self, pid: int, args: list[str]):
+        self.pid, self.args, self.returncode = pid, args, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -34,7 +71,7 @@ class LocalEstimator:
     extra_args: Sequence[str] = ()
     port: int = field(default_factory=free_port)
     probe_port: int = field(default_factory=free_port)
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen | ForkedProcess | None = None
 
     @property
     def address(self) -> str:
@@ -48,7 +85,14 @@ class LocalEstimator:
             cmd += ["--objects", str(path)]
         return cmd + list(self.extra_args)
 
-    def start(self, log_file=None) -> None:
+    def start(self, log_file=None, fork: bool = False) -> None:
+        """Start the estimator; with `fork`, forked from this process (see the module's doc:
+        call `preload_estimator()` first, and create no gRPC channel in this process before)."""
+        if fork:
+            command = self.command()
+            pid = fork_estimator(command[3:], None if log_file is None else log_file.fileno())
+            self.process = ForkedProcess(pid, command)
+            return
         self.process = subprocess.Popen(self.command(), stdout=log_file or subprocess.DEVNULL,
                                         stderr=log_file or subprocess.DEVNULL, env=os.environ.copy())
 
