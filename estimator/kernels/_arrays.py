@@ -3,11 +3,18 @@
 Kernels run with bounds checks off, so every shape, dtype and sign is checked here, once,
 before any kernel sees the arrays. Integer arrays of a narrower dtype are widened to int64;
 anything else (floats, objects, wrong rank) is a ValueError naming the argument.
+
+The scans over every value (signs, pod column) cost tens of microseconds on 10k-node
+arrays, per request. Arrays the caller built from an already-checked source (the
+snapshot's columns, a request's rows kept per snapshot) are checked once by `vouch` and
+remembered by identity; `problem` then checks only their shapes and flags. Any other
+array, including a copy or view of a vouched one, gets every check.
 """
 
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -43,9 +50,12 @@ class Problem(NamedTuple):
 
 
 def readonly(array: np.ndarray) -> np.ndarray:
-    """A read-only view: numba compiles a separate copy of a kernel for read-only and for
-    writable arrays, so every input-only argument is passed read-only and one compiled
-    signature (the one `warmup()` builds) serves callers whatever their flags."""
+    """A read-only view (the array itself when it already is read-only): numba compiles a
+    separate copy of a kernel for read-only and for writable arrays, so every input-only
+    argument is passed read-only and one compiled signature (the one `warmup()` builds)
+    serves callers whatever their flags."""
+    if not array.flags.writeable:
+        return array
     view = array.view()
     view.flags.writeable = False
     return view
@@ -108,7 +118,8 @@ def check_available(available: object, *, in_place: bool) -> np.ndarray:
         array = amounts("available", available, 2)
     if array.shape[1] < 1:
         raise ValueError("available needs column 0 (pods)")
-    _no_negatives("available", array)
+    if not vouched(array, AMOUNTS):
+        _no_negatives("available", array)
     return array
 
 
@@ -120,8 +131,95 @@ def check_request_rows(requests: np.ndarray, k: int) -> None:
         raise ValueError("every request row must ask for exactly 1 pod in column 0")
 
 
+# What a vouched array was checked as: the skipped scans differ by role.
+AMOUNTS = "amounts"  # int64, C-contiguous, no negative value (available, replicas)
+REQUEST_ROWS = "request rows"  # AMOUNTS, and column 0 (pods) is 1 in every row
+FLAGS = "flags"  # bool, C-contiguous
+
+# id(array) -> (weak reference, role). The reference tells a live array from a dead one
+# whose id was reused; its callback drops the entry when the array goes.
+_VOUCHED: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def _forget(key: int):
+    def drop(ref: weakref.ref) -> None:
+        entry = _VOUCHED.get(key)
+        if entry is not None and entry[0] is ref:
+            _VOUCHED.pop(key, None)
+
+    return drop
+
+
+def _remember(array: np.ndarray, role: str) -> np.ndarray:
+    key = id(array)
+    _VOUCHED[key] = (weakref.ref(array, _forget(key)), role)
+    return array
+
+
+def vouched(array: object, role: str) -> bool:
+    """Whether this very array was vouched for in `role` and is still alive."""
+    entry = _VOUCHED.get(id(array))
+    return entry is not None and entry[1] == role and entry[0]() is array
+
+
+def vouch(name: str, array: np.ndarray, role: str) -> np.ndarray:
+    """Check `array` once for `role`, as `problem` would, and remember it: `problem` then
+    skips the scans for this array object (not for its copies or views, see
+    `vouched_copy`). The array must be an int64 (bool for FLAGS) C-contiguous ndarray; its
+    holder promises not to write it afterwards other than through the kernels, which only
+    ever consume amounts down to zero. ValueError naming `name` when a check fails."""
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        raise ValueError(f"{name} must be a C-contiguous numpy array to be vouched for")
+    if role == FLAGS:
+        if array.dtype != np.bool_:
+            raise ValueError(f"{name} must have dtype bool, got {array.dtype}")
+    elif role in (AMOUNTS, REQUEST_ROWS):
+        if array.dtype != np.int64:
+            raise ValueError(f"{name} must have dtype int64, got {array.dtype}")
+        _no_negatives(name, array)
+        if role == REQUEST_ROWS:
+            if array.ndim != 2:
+                raise ValueError(f"{name} must be a 2-D integer array, got shape {array.shape}")
+            if array.size and not np.all(array[:, 0] == 1):
+                raise ValueError("every request row must ask for exactly 1 pod in column 0")
+    else:
+        raise ValueError(f"unknown role {role!r}")
+    return _remember(array, role)
+
+
+def vouched_copy(array: np.ndarray) -> np.ndarray:
+    """A private, writable copy of `array`, vouched for in the same role when `array` is
+    (a copy holds the same values, so the checks need not run again)."""
+    copy = array.copy()
+    entry = _VOUCHED.get(id(array))
+    if entry is not None and entry[0]() is array:
+        _remember(copy, entry[1])
+    return copy
+
+
+def _trusted_problem(avail, reqs, reps, mask, upper, in_place: bool) -> Problem | None:
+    """`problem` for vouched arrays: shapes and flags only. None when a shape is off, so
+    the full checks run and raise their usual message."""
+    if avail.ndim != 2 or reqs.ndim != 2 or reps.ndim != 1 or mask.ndim != 2:
+        return None
+    n, k = avail.shape
+    c = reqs.shape[0]
+    if k < 1 or reqs.shape[1] != k or reps.shape != (c,) or mask.shape != (c, n):
+        return None
+    if in_place and not avail.flags.writeable:
+        return None
+    if not in_place:
+        avail = readonly(avail)
+    return Problem(avail, readonly(reqs), readonly(reps), readonly(mask), check_upper(upper))
+
+
 def problem(available, requests, replicas, masks, upper, *, in_place: bool) -> Problem:
     """Validate the arguments of the packing functions (see `first_fit_sets`)."""
+    if (vouched(available, AMOUNTS) and vouched(requests, REQUEST_ROWS) and vouched(replicas, AMOUNTS)
+            and vouched(masks, FLAGS)):
+        checked = _trusted_problem(available, requests, replicas, masks, upper, in_place)
+        if checked is not None:
+            return checked
     avail = check_available(available, in_place=in_place)
     n, k = avail.shape
     reqs = amounts("requests", requests, 2)

@@ -7,6 +7,12 @@ shape (the gathered columns, the request rows and masks) is kept per snapshot, a
 entries each, so the next request of that shape on the snapshot copies instead of gathers;
 a kernel that consumes `available` always gets a private copy. A component-sets answer carries an
 upper bound (`Packing.bound`, in both modes), so it says whether it is proven optimal.
+
+What depends on the request alone (columns, request rows, cache keys with their hashes) is
+kept per query object (`_PLANS`), across snapshots. The arrays this module hands the
+kernels are vouched for once (`kernels._arrays.vouch`: the snapshot's columns are never
+negative, request rows ask for one pod each), so a request does not pay the kernels'
+argument scans over every node again.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery,
 from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
+from estimator.estimate.querymemo import HashedKey, IdentityMemo
+from estimator.kernels._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouched_copy
 
 NAME = "NodeResourceEstimator"
 
@@ -76,7 +84,7 @@ def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...]) -> np.ndarray
     """The gathered columns, read-only, shared by every request on this snapshot."""
 
     def gather() -> np.ndarray:
-        array = _gather(snapshot, columns)
+        array = vouch("available", _gather(snapshot, columns), AMOUNTS)
         array.setflags(write=False)
         return array
 
@@ -91,23 +99,62 @@ def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
     return row
 
 
-class _Packing:
-    """Request-side arrays for a list of components (read-only: shared, see `_packing`)."""
+def _request_arrays(components: Sequence[Component], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(request rows, replicas), vouched for and read-only."""
+    requests = vouch("requests", np.stack([_request_row(c.shape, index) for c in components]), REQUEST_ROWS)
+    replicas = vouch("replicas", np.array([c.replicas for c in components], dtype=np.int64), AMOUNTS)
+    requests.setflags(write=False)
+    replicas.setflags(write=False)
+    return requests, replicas
 
-    def __init__(self, snapshot: ClusterSnapshot, components: Sequence[Component], index: dict[str, int]):
-        self.requests = np.stack([_request_row(c.shape, index) for c in components])
-        self.replicas = np.array([c.replicas for c in components], dtype=np.int64)
-        self.masks = np.stack([snapshot.node_mask(c.shape.claim) for c in components])
-        for array in (self.requests, self.replicas, self.masks):
-            array.setflags(write=False)
+
+class _Packing:
+    """Request-side arrays for a list of components (read-only: shared, see `_packing`);
+    `rows`: the (requests, replicas) pair when already built (`_Plan`)."""
+
+    def __init__(self, snapshot: ClusterSnapshot, components: Sequence[Component], index: dict[str, int],
+                 rows: tuple[np.ndarray, np.ndarray] | None = None):
+        self.requests, self.replicas = rows or _request_arrays(components, index)
+        self.masks = vouch("masks", np.stack([snapshot.node_mask(c.shape.claim) for c in components]), FLAGS)
+        self.masks.setflags(write=False)
+
+
+def _packing_key(components: Sequence[Component], columns: tuple[str, ...]) -> HashedKey:
+    """What a `_Packing` depends on: the requests, claims and replicas (not names,
+    namespaces or priority classes)."""
+    return HashedKey((columns, tuple((c.shape.requests, c.shape.claim, c.replicas) for c in components)))
 
 
 def _packing(snapshot: ClusterSnapshot, components: Sequence[Component], columns: tuple[str, ...],
              index: dict[str, int]) -> _Packing:
-    """`_Packing` for these components, kept per snapshot by what the arrays depend on (the
-    requests, claims and replicas; not names, namespaces or priority classes)."""
-    key = (columns, tuple((c.shape.requests, c.shape.claim, c.replicas) for c in components))
-    return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, key, lambda: _Packing(snapshot, components, index))
+    """`_Packing` for these components, kept per snapshot by `_packing_key`."""
+    return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, _packing_key(components, columns),
+                 lambda: _Packing(snapshot, components, index))
+
+
+class _Plan:
+    """A component-sets request's snapshot-independent part: its columns, request rows and
+    the keys (hashed once) of what is kept per snapshot for its shape."""
+
+    __slots__ = ("columns", "index", "rows", "packing_key", "bound_key")
+
+    def __init__(self, query: ComponentSetsQuery):
+        self.columns = _columns([c.shape for c in query.components] + _assumed_shapes(query.assumed))
+        self.index = {name: k for k, name in enumerate(self.columns)}
+        self.rows = _request_arrays(query.components, self.index)
+        self.packing_key = _packing_key(query.components, self.columns)
+        # The upper bound's key: both modes share it (best mode's bound is first-fit's, the
+        # same staged relaxation reached from the same first-fit answer).
+        requests, replicas = self.rows
+        self.bound_key = HashedKey(("set bound", self.columns, requests.tobytes(), replicas.tobytes(),
+                                    tuple(c.shape.claim for c in query.components)))
+
+    def packing(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> _Packing:
+        return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, self.packing_key,
+                     lambda: _Packing(snapshot, query.components, self.index, self.rows))
+
+
+_PLANS: IdentityMemo[_Plan] = IdentityMemo(_Plan)
 
 
 def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: Sequence[AssumedWorkload],
@@ -131,7 +178,7 @@ def _available(snapshot: ClusterSnapshot, columns: tuple[str, ...], assumed: Seq
     pristine = _pristine(snapshot, columns)
     if not any(w.components for w in assumed):
         return pristine
-    available = pristine.copy()
+    available = vouched_copy(pristine)  # first-fit only consumes it down to zero
     _deduct_assumed(snapshot, available, assumed, columns, index)
     available.setflags(write=False)
     return available
@@ -141,20 +188,12 @@ def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
     return [c.shape for w in assumed for c in w.components]
 
 
-def _bound_key(arrays: _Packing, query: ComponentSetsQuery, columns: tuple[str, ...]) -> tuple:
-    """Snapshot-derived key of a request shape's upper bound. Both modes share it: best
-    mode's bound is first-fit's (the same staged relaxation, reached from the same
-    first-fit answer)."""
-    return ("set bound", columns, arrays.requests.tobytes(), arrays.replicas.tobytes(),
-            tuple(c.shape.claim for c in query.components))
-
-
 def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
-                     query: ComponentSetsQuery, columns: tuple[str, ...], budget: float | None) -> kernels.Packing:
-    """Best mode, reusing the bound worked out for this snapshot and shape (either mode)."""
+                     query: ComponentSetsQuery, key: HashedKey, budget: float | None) -> kernels.Packing:
+    """Best mode, reusing the bound (`key`: `_Plan.bound_key`) worked out for this snapshot
+    and shape (either mode)."""
     if query.assumed:
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
-    key = _bound_key(arrays, query, columns)
     packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
                                 budget=budget, known_bound=snapshot._derived.get(key))
     snapshot.derived(key, lambda: packing.bound)
@@ -162,15 +201,14 @@ def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _
 
 
 def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
-                          query: ComponentSetsQuery, columns: tuple[str, ...]) -> kernels.Packing:
+                          query: ComponentSetsQuery, key: HashedKey) -> kernels.Packing:
     """First-fit's answer, always computed, with its upper bound, worked out once per
     snapshot and request shape: the scheduler asks the same shapes again and again, and the
     bound (a pass over every node) cost as much as a small job's packing. In-flight
     (assumed) workloads change what is available, so those requests are not shared."""
     if query.assumed:
-        return kernels.first_fit_bounded(available.copy(), arrays.requests, arrays.replicas, arrays.masks,
+        return kernels.first_fit_bounded(vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks,
                                          MAX_INT32)
-    key = _bound_key(arrays, query, columns)
     before = []
 
     def bound() -> int:
@@ -182,7 +220,7 @@ def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arra
         # first_fit_sets consumes its copy; with no in-flight workloads the bound reads the
         # snapshot's untouched columns.
         before.append(available)
-    packing = kernels.first_fit_sets(available.copy(), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    packing = kernels.first_fit_sets(vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
     return packing._replace(bound=known if known is not None else snapshot.derived(key, bound))
 
 
@@ -202,15 +240,13 @@ class NodeResourcePlugin:
         if not query.components:
             return PluginResult.noop(REASON_EMPTY_COMPONENTS)
         snapshot = ctx.snapshot
-        shapes = [c.shape for c in query.components] + _assumed_shapes(query.assumed)
-        columns = _columns(shapes)
-        index = {name: k for k, name in enumerate(columns)}
-        available = _available(snapshot, columns, query.assumed, index)
-        arrays = _packing(snapshot, query.components, columns, index)
+        plan = _PLANS.get(query)
+        available = _available(snapshot, plan.columns, query.assumed, plan.index)
+        arrays = plan.packing(snapshot, query)
         if ctx.packing == "first-fit":
-            packing = _first_fit_with_bound(snapshot, available, arrays, query, columns)
+            packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key)
         else:
-            packing = _best_with_bound(snapshot, available, arrays, query, columns, ctx.best_budget)
+            packing = _best_with_bound(snapshot, available, arrays, query, plan.bound_key, ctx.best_budget)
         if packing.sets == 0:
             return PluginResult(0, Code.UNSCHEDULABLE, REASON_NO_RESOURCES, detail=packing)
         return PluginResult(packing.sets, detail=packing)
