@@ -95,14 +95,23 @@ class ClusterCache:
         self._positions: dict = {}
         self._classes_tuple: tuple[NodeClass, ...] | None = None
         self._resource_names: tuple[str, ...] | None = None
-        # Counted pods: (namespace, name) -> (row, ((column, amount), ...)).
-        self._pods: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
+        # Counted pods: (namespace, name) -> (row, ((column, amount), ...)); see `_pods`.
+        self._pod_table: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
+        self._pending_pods = None  # builds _pod_table on first use (statecache)
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
         # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
         self._excess: dict[tuple[int, int], int] = {}
         self.busy = False  # a relist is being applied (replace_kind); read without the lock
+
+    @property
+    def _pods(self) -> dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]]:
+        """The counted pods. A state restored from disk builds this table only when an
+        event or a key listing needs it: estimates read the arrays, never the table."""
+        if self._pending_pods is not None:
+            self._pod_table, self._pending_pods = self._pending_pods(), None
+        return self._pod_table
 
     # --- bookkeeping (lock held) ---
 

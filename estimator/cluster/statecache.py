@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import orjson
 
+from estimator.cluster import gccontrol
 from estimator.cluster.cache import ClusterCache, _NodeState
 from estimator.core.model import NodeClass, Taint
 from estimator.core.records import parse_object
@@ -45,7 +46,7 @@ from estimator.core.workloads import unschedulable_pod
 
 log = logging.getLogger("estimator.statecache")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ENV = "KARMADA_ESTIMATOR_STATE_CACHE"
 OFF = ("off", "none", "0", "false", "no")
 # Smaller files parse in well under a second: an entry would save little.
@@ -166,12 +167,12 @@ def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, d
         "classes": [_class_json(c) for c in cache._classes], "class_refs": cache._class_refs,
         "free_class_ids": cache._free_class_ids,
         "excess": [[row, column, str(total)] for (row, column), total in cache._excess.items()],
-        "namespaces": list(namespaces), "pod_names": names,
+        "namespaces": list(namespaces),
         "objects": recorder.objects, "pods": recorder.pods, "warnings": recorder.warnings,
     }
     arrays = {
         "allocatable": cache._allocatable, "requested": cache._requested, "row_class": cache._row_class,
-        "row_zone": row_zone, "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
+        "row_zone": row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8), "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
         # The distinct ((column, amount), ...) tuples, flat: how many pairs each, then the pairs.
         "amount_sizes": np.fromiter(map(len, amounts), dtype=np.int32, count=len(amounts)),
         "amount_pairs": np.fromiter(chain.from_iterable(chain.from_iterable(amounts)), dtype=np.int64).reshape(-1, 2),
@@ -263,19 +264,28 @@ def _restore(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
         cache._tree._zones[zone] = {row_names[row]: row for row in tree_rows}
     cache._excess = {(int(row), int(column)): int(total) for row, column, total in meta["excess"]}
     namespaces = meta["namespaces"]
-    sizes = arrays["amount_sizes"].tolist()
-    pair_table = arrays["amount_pairs"]
-    pairs = list(zip(pair_table[:, 0].tolist(), pair_table[:, 1].tolist()))
-    if sum(sizes) != len(pairs):
-        raise ValueError("amount tables do not fit together")
-    ends = np.cumsum(sizes).tolist()
-    amounts = [tuple(pairs[end - size:end]) for size, end in zip(sizes, ends)]
-    ns_of = [namespaces[i] for i in arrays["pod_ns"].tolist()]
-    names = meta["pod_names"]
-    if len(ns_of) != len(names):
+    pod_ns, pod_row, pod_amounts = arrays["pod_ns"], arrays["pod_row"], arrays["pod_amounts"]
+    sizes, pair_table, names_blob = arrays["amount_sizes"], arrays["amount_pairs"], arrays["pod_names"]
+    names = orjson.loads(names_blob.tobytes())
+    # Checked now, so that the table built later cannot fail (or point outside the arrays).
+    if (not len(names) == len(pod_ns) == len(pod_row) == len(pod_amounts) or not all(type(n) is str for n in names)
+            or pair_table.ndim != 2 or pair_table.shape[1] != 2 or int(sizes.sum()) != len(pair_table)
+            or len(sizes) and sizes.min() < 0
+            or len(pair_table) and (pair_table.min() < 0 or pair_table[:, 0].max() >= len(columns))
+            or len(pod_ns) and (pod_amounts.min() < 0 or pod_amounts.max() >= len(sizes) or pod_ns.min() < 0
+                                or pod_ns.max() >= len(namespaces) or pod_row.min() < 0 or pod_row.max() >= rows)):
         raise ValueError("pod tables do not fit together")
-    cache._pods = dict(zip(zip(ns_of, names), zip(arrays["pod_row"].tolist(),
-                                                      [amounts[i] for i in arrays["pod_amounts"].tolist()])))
+
+    def pods() -> dict:
+        # Up to millions of small objects, built once, all kept: no collector passes.
+        with gccontrol.paused():
+            pairs = list(zip(pair_table[:, 0].tolist(), pair_table[:, 1].tolist()))
+            ends = np.cumsum(sizes).tolist()
+            amounts = [tuple(pairs[end - size:end]) for size, end in zip(sizes.tolist(), ends)]
+            ns_of = [namespaces[i] for i in pod_ns.tolist()]
+            return dict(zip(zip(ns_of, names), zip(pod_row.tolist(), [amounts[i] for i in pod_amounts.tolist()])))
+
+    cache._pending_pods = pods if len(pod_ns) else None
     # The few-record kinds go through the parsers again, in file order, as they did first.
     for kind, obj in meta["objects"]:
         cache._apply(kind, parse_object(kind, obj))
