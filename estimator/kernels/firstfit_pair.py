@@ -133,15 +133,14 @@ def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> 
 
 
 @kernel(inline="always")
-def _drop(available, placement, c, start, before, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
-    """Take the last `extra` replicas of a fill of c (from node `start`, where `placement`
-    held `before`, to node `end`) back out of `placement`, and out of `available` too if
-    `give_back`. Returns the last node that still holds one of the fill's replicas
-    (`start` if none)."""
+def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
+    """Take the last `extra` replicas of a fill of c (from node `start` to node `end`; at
+    most what it placed, so the walk back never reaches what was there before it) back out
+    of `placement`, and out of `available` too if `give_back`. Returns the last node that
+    still holds one of the fill's replicas (`start` if none)."""
     q = end
     while extra > 0:
-        here = placement[c, q] - (before if q == start else 0)
-        drop = min(here, extra)
+        drop = min(placement[c, q], extra)
         if drop > 0:
             placement[c, q] -= drop
             if give_back:
@@ -205,7 +204,6 @@ def pair_first_fit(
                     p = pa
                     _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
                     fb = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, rb - 1)
-                    before = placement[second, p]
                     if fb > 0:
                         _sub(available, p, k1, k2, k3, b0, b1, b2, b3, fb)
                         placement[second, p] += fb
@@ -221,7 +219,7 @@ def pair_first_fit(
                         continue
                     placed = fb + want - left
                     done = placed // rb
-                    _drop(available, placement, second, p, before, n_nodes - 1, placed - done * rb,
+                    _drop(available, placement, second, p, n_nodes - 1, placed - done * rb,
                           k1, k2, k3, b0, b1, b2, b3, False)
                     # Sets after the failing one never happen: their shares of A go back.
                     _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1 - t)
@@ -239,7 +237,6 @@ def pair_first_fit(
             if s > 0:
                 # A's share of s sets on pa, B's replicas for them filled from pb on.
                 want = s * rb
-                before = placement[second, pb] if pb < n_nodes else 0
                 p, left, _ = _walk(available, masks, second, pb, want, k1, k2, k3, b0, b1, b2, b3, placement)
                 work += p - pb + 2
                 if left == 0:
@@ -252,7 +249,7 @@ def pair_first_fit(
                 # on pa, its replicas of B in `available` but not in `placement`.
                 placed = want - left
                 done = placed // rb
-                _drop(available, placement, second, pb, before, n_nodes - 1, placed - done * rb,
+                _drop(available, placement, second, pb, n_nodes - 1, placed - done * rb,
                       k1, k2, k3, b0, b1, b2, b3, False)
                 _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1)
                 placement[first, pa] += done * ra
@@ -265,7 +262,6 @@ def pair_first_fit(
                 # A's share of s sets on pa; B's filled from pb, but only on nodes before
                 # pa: replicas of a set it cannot complete there are given back.
                 want = s * rb
-                before = placement[second, pb]
                 p = pb
                 left = want
                 while p < pa:
@@ -281,7 +277,7 @@ def pair_first_fit(
                 work += p - pb + 2
                 if left > 0:
                     done = (want - left) // rb
-                    p = _drop(available, placement, second, pb, before, min(p, pa - 1), want - left - done * rb,
+                    p = _drop(available, placement, second, pb, min(p, pa - 1), want - left - done * rb,
                               k1, k2, k3, b0, b1, b2, b3, True)
                     s = done
                 pb = p
