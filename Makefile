@@ -24,7 +24,8 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# The demo compiles the kernels once itself (if the cache is stale) before its six estimators start.
+# The demo loads the kernels once (compiling them first if the cache is stale) and forks its six
+# estimators from itself, so they share the loaded kernels instead of loading them six times.
 demo: $(STAMP)
 	$(PY) -m scheduler_client.demo
 
