@@ -22,6 +22,7 @@ from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
 from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE, PACKING_MODES, NodeResourcePlugin
 from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
+from estimator.estimate.querymemo import HashedKey, IdentityMemo
 
 SnapshotSource = Callable[[], "ClusterSnapshot | None"]
 
@@ -56,6 +57,23 @@ class _AnswerMemo:
             except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
                 break
         answers[key] = answer
+
+
+class _Asked:
+    """A query's memo key (hashed once: the query is a tree of frozen dataclasses) and, for
+    component sets, the names and replicas an estimate reports."""
+
+    __slots__ = ("key", "names", "replicas")
+
+    def __init__(self, query):
+        self.key = HashedKey((type(query), query))
+        components = getattr(query, "components", ())
+        self.names = tuple(c.name for c in components)
+        self.replicas = tuple(c.replicas for c in components)
+
+
+# By query object: the service hands repeats of a request the same converted object.
+_ASKED: IdentityMemo[_Asked] = IdentityMemo(_Asked)
 
 
 def default_framework() -> Framework:
@@ -146,7 +164,7 @@ class Estimator:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return 0, None
-        key = (ReplicasQuery, query)
+        key = _ASKED.get(query).key
         outcome = self._memo.get(snapshot, key)
         if outcome is None:
             outcome = self.framework.run_replicas(self._context(snapshot), query)
@@ -158,14 +176,12 @@ class Estimator:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return SetsEstimate(0, None, snapshot)
-        key = (ComponentSetsQuery, query)
-        outcome = self._memo.get(snapshot, key)
+        asked = _ASKED.get(query)
+        outcome = self._memo.get(snapshot, asked.key)
         if outcome is None:
             outcome = self.framework.run_components(self._context(snapshot), query)
-            self._memo.put(snapshot, key, FrameworkResult(outcome.value, outcome.results))
-        names = tuple(c.name for c in query.components)
-        replicas = tuple(c.replicas for c in query.components)
-        return SetsEstimate(outcome.value, outcome, snapshot, names, replicas)
+            self._memo.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
+        return SetsEstimate(outcome.value, outcome, snapshot, asked.names, asked.replicas)
 
     def unschedulable_replicas(self, ref: WorkloadRef, now: float | None = None) -> int:
         snapshot = self.snapshot()

@@ -15,6 +15,7 @@ from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery,
 from estimator.core.resources import CPU, MAX_INT32, MEMORY, PODS, is_extended as _is_extended
 from estimator.core.snapshot import QuotaRecord, ScopeRequirement
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
+from estimator.estimate.querymemo import IdentityMemo
 
 NAME = "ResourceQuotaEstimator"
 
@@ -87,23 +88,37 @@ def _matching(components: Iterable[Component], quota: QuotaRecord) -> list[Compo
     return [c for c in components if quota_applies(quota, c.shape.priority_class)]
 
 
+def _wanted(components: Sequence[Component], quota: QuotaRecord) -> dict[str, int] | None:
+    """One unit's demand of the components the quota applies to; None when it applies to none."""
+    matching = _matching(components, quota)
+    return _demand(matching) if matching else None
+
+
+# One set's demand of all its components, per query object (see querymemo).
+_SET_DEMAND: IdentityMemo[dict[str, int] | None] = IdentityMemo(
+    lambda query: _demand(query.components) if query.components else None)
+
+
 def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Component]:
     return [c for w in assumed if w.namespace == namespace for c in w.components]
 
 
-def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: list[Component], assumed: list[Component]
+def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | None, assumed: list[Component]
              ) -> tuple[int, str]:
-    """How many units of `wanted` the quota admits after in-flight usage, and why (`free`:
-    the quota's free_amounts, a private copy)."""
-    if not wanted:
+    """How many units the quota admits after in-flight usage, and why. `wanted`: one unit's
+    demand (`_demand`), None when no wanted component falls under the quota; `free`: the
+    quota's free_amounts, not modified."""
+    if wanted is None:
         return MAX_INT32, ""
+    if assumed:
+        free = dict(free)
     for name, amount in _demand(_matching(assumed, quota)).items():
         if name in free:
             free[name] -= amount
             if free[name] < 0:
                 return 0, f"ResourceQuota {quota.namespace}/{quota.name}: {name} used up by in-flight workloads"
     best, reason = MAX_INT32, ""
-    for name, per_unit in _demand(wanted).items():
+    for name, per_unit in wanted.items():
         if per_unit <= 0 or name not in free:
             continue
         allowed = max(free[name], 0) // per_unit
@@ -125,7 +140,7 @@ class ResourceQuotaPlugin:
         free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
         value, reason = MAX_INT32, ""
         for quota, quota_free in zip(quotas, free):
-            allowed, why = _allowed(quota, dict(quota_free), wanted_for(quota), assumed)
+            allowed, why = _allowed(quota, quota_free, wanted_for(quota), assumed)
             if allowed < value:
                 value, reason = allowed, why
         if value == 0:
@@ -138,16 +153,17 @@ class ResourceQuotaPlugin:
             return PluginResult(MAX_INT32)
         one = Component("replica", 1, shape)
         return self._estimate(
-            ctx, shape.namespace, lambda quota: _matching([one], quota), _assumed_in(query.assumed, shape.namespace)
+            ctx, shape.namespace, lambda quota: _wanted([one], quota), _assumed_in(query.assumed, shape.namespace)
         )
 
     def estimate_components(self, ctx: EstimateContext, query: ComponentSetsQuery) -> PluginResult:
         if not query.components:
             return PluginResult(MAX_INT32)
+        whole = _SET_DEMAND.get(query)  # a quota without scopes takes every component
         return self._estimate(
             ctx,
             query.namespace,
-            lambda quota: _matching(query.components, quota),
-            _assumed_in(query.assumed, query.namespace),
+            lambda quota: _wanted(query.components, quota) if quota.scopes else whole,
+            _assumed_in(query.assumed, query.namespace) if query.assumed else [],
         )
 
