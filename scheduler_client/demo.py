@@ -196,14 +196,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.monotonic() - warm_started:.1f}s", flush=True)
     print(f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
           flush=True)
-    for est in estimators:
-        try:
-            est.start(fork=fork)
-        except RuntimeError as error:  # e.g. a thread started by an import: a fork would not be safe
-            print(f"cannot fork the estimators ({error}); starting them as processes of their own", flush=True)
-            fork = False
-            est.start()
-    try:
+    try:  # every estimator started is stopped, whatever fails
+        for est in estimators:
+            try:
+                est.start(fork=fork)
+            except RuntimeError as error:  # e.g. a thread started by an import: a fork would not be safe
+                print(f"cannot fork the estimators ({error}); starting them as processes of their own", flush=True)
+                fork = False
+                est.start()
         by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
                    for mode in MODES}
         scenario = Scenario(by_mode["best"])  # reads the demo's files while the estimators start
