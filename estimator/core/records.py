@@ -123,7 +123,10 @@ def pod_record(obj: Any) -> PodRecord:
                     _request_memo.clear()
                 _request_memo[key] = checked
         requests, saturated = checked
-    return PodRecord(namespace, name, node_name if counted else "", requests, unschedulable_pod(obj), saturated)
+    # Without conditions a pod cannot be unschedulable: most pods skip that second reading
+    # of their metadata (the checks it repeats were made above).
+    unschedulable = unschedulable_pod(obj) if status.get("conditions") else None
+    return PodRecord(namespace, name, node_name if counted else "", requests, unschedulable, saturated)
 
 
 def _checked_requests(obj: Any) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
