@@ -9,7 +9,8 @@ it back instead of parsing.
 An entry is found by the files' real paths and used only when everything it was built
 from is unchanged: each file's size, mtime_ns, inode and device, a hash of the loader's
 source (the modules that turn objects into state) and `FORMAT_VERSION`. The files are
-stat'ed before parsing and again after; if they changed meanwhile nothing is saved.
+stat'ed before parsing and again after; if they changed meanwhile, or so recently that a
+change could keep the same time, nothing is saved.
 Entries are written to a temporary file and renamed into place, so a reader sees a whole
 entry or none; one that cannot be read or does not fit is logged and ignored (the
 caller parses). Quotas, ReplicaSets, Deployments and unschedulable pods are few and their
@@ -60,6 +61,10 @@ LOADER_MODULES = (
     "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",
 )
 _PREFIX = "objects-"
+# File times tick coarsely (the kernel's clock tick, not the nanoseconds they show): a file
+# rewritten within one tick at the same size keeps its key. Files modified this recently are
+# not saved, so a later change always moves the time past the one saved (as git does).
+RECENT_NS = 2 * 10**9
 
 
 def default_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
@@ -172,7 +177,8 @@ def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, d
     }
     arrays = {
         "allocatable": cache._allocatable, "requested": cache._requested, "row_class": cache._row_class,
-        "row_zone": row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8), "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
+        "row_zone": row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8),
+        "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
         # The distinct ((column, amount), ...) tuples, flat: how many pairs each, then the pairs.
         "amount_sizes": np.fromiter(map(len, amounts), dtype=np.int32, count=len(amounts)),
         "amount_pairs": np.fromiter(chain.from_iterable(chain.from_iterable(amounts)), dtype=np.int64).reshape(-1, 2),
@@ -186,6 +192,9 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
     try:
         if file_keys(paths) != keys:
             log.info("object files changed while they were loaded: state cache not saved")
+            return None
+        if any(key[2] > time.time_ns() - RECENT_NS for key in keys):
+            log.info("object files modified in the last %d s: state cache not saved", RECENT_NS // 10**9)
             return None
         meta, arrays = _state(cache, recorder, keys)
         blob = orjson.dumps(meta)

@@ -127,10 +127,21 @@ def random_objects(seed: int) -> list[dict]:
     return objects
 
 
+HOUR_NS = 3600 * 10**9
+
+
+def age(path: Path, ns: int = HOUR_NS) -> Path:
+    """Date the file back: files modified in the last seconds are not saved (their time may
+    not show the next change)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - ns))
+    return path
+
+
 def write_member(tmp_path: Path, objects: list[dict], name: str = "member.json") -> Path:
     path = tmp_path / name
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    return path
+    return age(path)
 
 
 def assert_same(fresh, cached) -> None:
@@ -204,6 +215,7 @@ def test_a_changed_file_or_loader_is_parsed_again(tmp_path, caplog, monkeypatch,
     elif change == "size":
         with path.open("a") as f:
             f.write("\n")
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same time: the size alone tells
     elif change == "replaced":  # other content, same size and mtime: only the inode tells
         other = write_member(tmp_path, objects[::-1], "other.json")
         assert other.stat().st_size == st.st_size
@@ -247,6 +259,7 @@ def test_a_damaged_entry_is_logged_and_the_files_parsed(tmp_path, caplog, damage
 def test_bad_files_still_fail_and_leave_no_entry(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"kind": "List", "items": [node("n1").cpu(1).build(), {"kind": "Pod", "metadata": {}}]}))
+    age(path)
     with pytest.raises(StateLoadError, match=r"bad.json: object #1 \(Pod <no name>\): metadata.name is missing"):
         load_object_files([path], state_cache=tmp_path / "c", min_bytes=0)
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
@@ -275,6 +288,7 @@ def test_values_json_cannot_keep_are_not_saved_but_load(tmp_path, caplog):
     path = tmp_path / "m.yaml"
     path.write_text("kind: ReplicaSet\napiVersion: apps/v1\nmetadata:\n  name: rs\n  namespace: ns\n"
                     "  creationTimestamp: 2024-01-02T03:04:05Z\n---\n" + json.dumps(node("n1").cpu(1).build()))
+    age(path)
     cache, used = load([path], tmp_path / "c", caplog)
     assert not used and cache.stats()["replicasets"] == 1
     assert "not saved" in caplog.text
@@ -286,6 +300,19 @@ def test_small_files_and_a_disabled_cache_write_nothing(tmp_path):
     load_object_files([path], state_cache=tmp_path / "small")  # the default threshold: far below it
     load_object_files([path], state_cache=None, min_bytes=0)
     assert not (tmp_path / "small").exists()
+
+
+def test_a_file_modified_seconds_ago_is_not_saved(tmp_path, caplog):
+    # Its time may not move when it is rewritten within the same clock tick at the same size.
+    path = write_member(tmp_path, random_objects(4))
+    age(path, -HOUR_NS)  # back to now
+    _, used = load([path], tmp_path / "c", caplog)
+    assert "modified in the last 2 s" in caplog.text
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+    age(path)
+    load([path], tmp_path / "c", caplog)
+    _, used = load([path], tmp_path / "c", caplog)
+    assert used
 
 
 def test_an_unwritable_directory_only_warns(tmp_path, caplog):
