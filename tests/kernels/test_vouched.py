@@ -16,7 +16,7 @@ from estimator.kernels._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouch
 from tests.kernels.test_properties import clusters
 from tests.support import naive
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def vouched_problem(available, requests, replicas, masks):
