@@ -426,8 +426,9 @@ def fork_serve(argv: Sequence[str], output_fd: int | None = None) -> int:
 
     The child's stdin is /dev/null, its stdout and stderr `output_fd` (/dev/null if None),
     and every other inherited descriptor is closed, as subprocess does; it exits with main's
-    status. Linux only. This process must be single-threaded and must not have created a gRPC
-    channel or server yet (gRPC's core does not survive a fork); RuntimeError otherwise."""
+    status. Linux only. This process must run no other Python thread (one could hold a lock the
+    child needs; numpy's BLAS pool handles fork itself) and must not have created a gRPC channel
+    or server yet (gRPC's core does not survive a fork); RuntimeError on the first."""
     if not sys.platform.startswith("linux"):
         raise RuntimeError("fork_serve needs Linux")
     if threading.active_count() != 1:
