@@ -28,6 +28,10 @@ step (so the next set by hand moves a pointer) or places all the sets asked for,
 steps and sets by hand are O(nodes), whatever the number of sets: Flink at 10k nodes,
 about 2.5 sets per node, takes a few steps per node.
 
+Compiled without numba's reference counting (`_nrt=False`: the kernel allocates nothing):
+with it, every inlined helper taking an array inside a loop paid an atomic increment and
+decrement per call, which cost more than the steps themselves.
+
 Up to 4 columns, each a separate local; narrower members repeat their last column with a
 request of 0 (always fits, subtracts nothing). A failed set is taken back out of
 `placement` from where each walk started and what it took there: past its pointer a
@@ -60,35 +64,36 @@ def pair_components(requests: np.ndarray, replicas: np.ndarray) -> tuple[int, in
     return active[0], active[1]
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _column(requests: np.ndarray, c: int, k: int) -> int:
     """requests[c, k], 0 past the last column."""
     return requests[c, k] if k < requests.shape[1] else 0
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
-    """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free."""
+    """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free.
+    Every requested column divides: branches on the amounts cost more than divisions."""
     f = cap
     if r0 > 0:
-        f = capped_quotient(f, available[p, 0], r0)
-    if r1 > 0 and f > 0:
-        f = capped_quotient(f, available[p, k1], r1)
-    if r2 > 0 and f > 0:
-        f = capped_quotient(f, available[p, k2], r2)
-    if r3 > 0 and f > 0:
-        f = capped_quotient(f, available[p, k3], r3)
+        f = min(f, available[p, 0] // r0)
+    if r1 > 0:
+        f = min(f, available[p, k1] // r1)
+    if r2 > 0:
+        f = min(f, available[p, k2] // r2)
+    if r3 > 0:
+        f = min(f, available[p, k3] // r3)
     return f
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
     """Node p holds one copy of (r0..r3)."""
     return (available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2
             and available[p, k3] >= r3)
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
     """Take f copies of (r0..r3) from node p (the last column first: k1..k3 may repeat
     the last column with a request of 0)."""
@@ -98,7 +103,7 @@ def _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
     available[p, 0] -= f * r0
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
     """Greedy walk of c from node p placing up to `want` replicas (r0..r3: its request).
 
@@ -123,7 +128,7 @@ def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
     return p, want, first
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> None:
     """Take one set's share of c (its walk began at node `start`, took `took` there and
     ended at node `end`) back out of `placement`."""
@@ -132,7 +137,7 @@ def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> 
         placement[c, q] = 0
 
 
-@kernel(inline="always")
+@kernel(inline="always", _nrt=False)
 def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
     """Take the last `extra` replicas of a fill of c (from node `start` to node `end`; at
     most what it placed, so the walk back never reaches what was there before it) back out
@@ -153,7 +158,7 @@ def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3
     return q
 
 
-@kernel
+@kernel(_nrt=False)
 def pair_first_fit(
     available: np.ndarray,
     requests: np.ndarray,
@@ -186,37 +191,36 @@ def pair_first_fit(
     work = 0
     while sets < upper:
         if pa == pb:
-            if pa < n_nodes and masks[first, pa] and masks[second, pa]:
-                s = _fit(available, pa, k1, k2, k3, d0, d1, d2, d3, upper - sets)
+            # Node by node while both pointers stay together (a sets-heavy member's usual
+            # state): the sets that land whole on p, then the set where B spills on.
+            by_hand = True
+            while pa < n_nodes and masks[first, pa] and masks[second, pa]:
+                p = pa
+                s = _fit(available, p, k1, k2, k3, d0, d1, d2, d3, upper - sets)
+                _sub(available, p, k1, k2, k3, d0, d1, d2, d3, s)
+                placement[first, p] += s * ra
+                placement[second, p] += s * rb
+                sets += s
                 work += 2
-                if s > 0:
-                    _sub(available, pa, k1, k2, k3, d0, d1, d2, d3, s)
-                    placement[first, pa] += s * ra
-                    placement[second, pa] += s * rb
-                    sets += s
-                    if sets >= upper:
-                        break
-                if pa + 1 < n_nodes and _holds(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3):
-                    # The next set's share of A still lands on p = pa but B's does not
-                    # whole: B takes what fits on p (its last replicas there) and goes on
-                    # from p + 1; then A's shares that still fit on p are sets with B's
-                    # replicas from p + 1 on. Both in one step, t sets in all.
-                    p = pa
-                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
-                    fb = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, rb - 1)
-                    if fb > 0:
-                        _sub(available, p, k1, k2, k3, b0, b1, b2, b3, fb)
-                        placement[second, p] += fb
-                    t = 1 + _fit(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets - 1)
-                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, t - 1)
-                    want = t * rb - fb
-                    q, left, _ = _walk(available, masks, second, p + 1, want, k1, k2, k3, b0, b1, b2, b3, placement)
-                    work += q - p + 2
-                    if left == 0:
-                        placement[first, p] += t * ra
-                        pb = q
-                        sets += t
-                        continue
+                if sets >= upper:
+                    by_hand = False
+                    break
+                if not (p + 1 < n_nodes and _holds(available, p, k1, k2, k3, wa0, wa1, wa2, wa3)):
+                    break
+                # The next set's share of A still lands on p but B's does not whole: B
+                # takes what fits on p (its last replicas there) and goes on from p + 1;
+                # then A's shares that still fit on p are sets with B's replicas from
+                # p + 1 on. Both in one step, t sets in all.
+                _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
+                fb = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, rb - 1)
+                _sub(available, p, k1, k2, k3, b0, b1, b2, b3, fb)
+                placement[second, p] += fb
+                t = 1 + _fit(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets - 1)
+                _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, t - 1)
+                want = t * rb - fb
+                q, left, _ = _walk(available, masks, second, p + 1, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                work += q - p + 2
+                if left > 0:
                     placed = fb + want - left
                     done = placed // rb
                     _drop(available, placement, second, p, n_nodes - 1, placed - done * rb,
@@ -227,6 +231,15 @@ def pair_first_fit(
                     info[0] = second
                     info[1] += work
                     return sets + done
+                placement[first, p] += t * ra
+                pb = q
+                sets += t
+                by_hand = False
+                if sets >= upper or q != p + 1 or _holds(available, p, k1, k2, k3, a0, a1, a2, a3):
+                    break  # A stays behind B (or done): the general steps
+                pa = q  # A fits none on p: both pointers on q
+            if not by_hand:
+                continue
         elif pa < pb:
             while pa < pb and not (masks[first, pa] and _holds(available, pa, k1, k2, k3, a0, a1, a2, a3)):
                 pa += 1  # fits no replica of A: no set ever places one there

@@ -148,7 +148,7 @@ def test_the_kernel_source_as_plain_python_matches_the_rescan():
 
 FAULTS = {
     "both on one node, too many sets": ("d0, d1, d2, d3, upper - sets)", "d0, d1, d2, d3, upper - sets + 1)"),
-    "spill: B takes nothing on p": ("if fb > 0:", "if fb < 0:"),
+    "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
     "spill: one set of A too many": ("t = 1 + _fit(", "t = 2 + _fit("),
     "spill failing: A's share of the failed set given back": ("done + 1 - t)", "done - t)"),
     "behind failing: A's share of the failed set not kept": ("wa3, done + 1)", "wa3, done)"),
