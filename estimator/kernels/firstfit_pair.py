@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arith import capped_quotient
 from ._numba import kernel
 
 MAX_COLUMNS = 4  # columns held as separate locals; wider members use the general kernel
@@ -50,6 +49,7 @@ MAX_COLUMNS = 4  # columns held as separate locals; wider members use the genera
 # (replicas x request) is below 2**62, so two shares add up without overflow.
 _FEW = 8
 _FEW_REQUEST = 2**59 - 1
+_FEW_WANT, _FEW_B = 2**20, 2**40  # a product of the two stays below 2**60
 
 
 def pair_components(requests: np.ndarray, replicas: np.ndarray) -> tuple[int, int] | None:
@@ -71,18 +71,24 @@ def _column(requests: np.ndarray, c: int, k: int) -> int:
 
 
 @kernel(inline="always", _nrt=False)
+def _quotient(a, r):
+    """a // r for a >= 0, r > 0; no division for r == 1 (pods, whole GPUs)."""
+    return a if r == 1 else a // r
+
+
+@kernel(inline="always", _nrt=False)
 def _fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
     """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free.
     Every requested column divides: branches on the amounts cost more than divisions."""
     f = cap
     if r0 > 0:
-        f = min(f, available[p, 0] // r0)
+        f = min(f, _quotient(available[p, 0], r0))
     if r1 > 0:
-        f = min(f, available[p, k1] // r1)
+        f = min(f, _quotient(available[p, k1], r1))
     if r2 > 0:
-        f = min(f, available[p, k2] // r2)
+        f = min(f, _quotient(available[p, k2], r2))
     if r3 > 0:
-        f = min(f, available[p, k3] // r3)
+        f = min(f, _quotient(available[p, k3], r3))
     return f
 
 
@@ -185,6 +191,7 @@ def pair_first_fit(
     wa0, wa1, wa2, wa3 = ra * a0, ra * a1, ra * a2, ra * a3  # A's share of one set
     wb0, wb1, wb2, wb3 = rb * b0, rb * b1, rb * b2, rb * b3
     d0, d1, d2, d3 = wa0 + wb0, wa1 + wb1, wa2 + wb2, wa3 + wb3  # one whole set on one node
+    few_b = max(b0, b1, b2, b3) <= _FEW_B  # want x request fits in int64 for want <= _FEW_WANT
     pa = 0
     pb = 0
     sets = 0
@@ -218,7 +225,15 @@ def pair_first_fit(
                 t = 1 + _fit(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets - 1)
                 _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, t - 1)
                 want = t * rb - fb
-                q, left, _ = _walk(available, masks, second, p + 1, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                q = p + 1
+                if (few_b and want <= _FEW_WANT and masks[second, q] and available[q, 0] >= want * b0
+                        and available[q, k1] >= want * b1 and available[q, k2] >= want * b2
+                        and available[q, k3] >= want * b3):
+                    _sub(available, q, k1, k2, k3, b0, b1, b2, b3, want)  # all of it on p + 1
+                    placement[second, q] += want
+                    left = 0
+                else:
+                    q, left, _ = _walk(available, masks, second, q, want, k1, k2, k3, b0, b1, b2, b3, placement)
                 work += q - p + 2
                 if left > 0:
                     placed = fb + want - left
