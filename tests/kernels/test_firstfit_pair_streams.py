@@ -155,6 +155,7 @@ FAULTS = {
     "behind: skip ignores A's mask": ("not (masks[first, pa] and _holds(", "not (_holds("),
     "behind: A's share taken for one set only": ("pb = p\n                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)",
                                                  "pb = p\n                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, 1)"),
+    "spill: B's replicas on p + 1 although it may not use it": ("want <= _FEW_WANT and masks[second, q] and", "want <= _FEW_WANT and"),
     "ahead: B's fill passes A's node": ("while p < pa:", "while p < n_nodes:"),
     "ahead: replicas of the incomplete set kept": ("b0, b1, b2, b3, True)", "b0, b1, b2, b3, False)"),
     "ahead: B's pointer jumps to A's node": ("                pb = p\n                if s > 0:", "                pb = pa\n                if s > 0:"),
