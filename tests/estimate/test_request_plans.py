@@ -145,3 +145,20 @@ def test_hashed_keys_of_equal_queries_are_equal_and_of_different_ones_not():
     assert HashedKey(one) != one
     plan_a, plan_b = nr._Plan(one), nr._Plan(variant)
     assert plan_a.packing_key == plan_b.packing_key and plan_a.bound_key == plan_b.bound_key
+
+
+def test_a_plan_does_not_keep_a_replaced_snapshots_arrays_alive():
+    import weakref
+
+    snapshot = member(2)
+    query = queries(2)[0]
+    plugin = nr.NodeResourcePlugin()
+    before = plugin.estimate_components(EstimateContext(snapshot, "first-fit", None), query).value
+    plan = nr._PLANS.get(query)
+    available, packing = plan.arrays(snapshot, query)
+    refs = [weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing)]
+    del snapshot, available, packing
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+    fresh = member(2)
+    assert plugin.estimate_components(EstimateContext(fresh, "first-fit", None), query).value == before

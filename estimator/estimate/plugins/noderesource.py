@@ -17,6 +17,7 @@ argument scans over every node again.
 
 from __future__ import annotations
 
+import weakref
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -132,11 +133,18 @@ def _packing(snapshot: ClusterSnapshot, components: Sequence[Component], columns
                  lambda: _Packing(snapshot, components, index))
 
 
+def _dead() -> None:
+    return None
+
+
+_DEAD = _dead  # stands for a weak reference whose object is gone
+
+
 class _Plan:
     """A component-sets request's snapshot-independent part: its columns, request rows and
     the keys (hashed once) of what is kept per snapshot for its shape."""
 
-    __slots__ = ("columns", "index", "rows", "packing_key", "bound_key")
+    __slots__ = ("columns", "index", "rows", "packing_key", "bound_key", "_last")
 
     def __init__(self, query: ComponentSetsQuery):
         self.columns = _columns([c.shape for c in query.components] + _assumed_shapes(query.assumed))
@@ -148,10 +156,26 @@ class _Plan:
         requests, replicas = self.rows
         self.bound_key = HashedKey(("set bound", self.columns, requests.tobytes(), replicas.tobytes(),
                                     tuple(c.shape.claim for c in query.components)))
+        # Weak references to a snapshot and to its entries for this plan: a plan outlives
+        # snapshots and must not keep their arrays alive.
+        self._last: tuple = (_DEAD, _DEAD, _DEAD)
 
     def packing(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> _Packing:
         return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, self.packing_key,
                      lambda: _Packing(snapshot, query.components, self.index, self.rows))
+
+    def arrays(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> tuple[np.ndarray, _Packing]:
+        """(available, request arrays) on `snapshot`: the per-snapshot entries found once
+        for the newest snapshot this query was asked on (swapped as one tuple: no lock)."""
+        if not query.assumed:
+            ref, pristine, packing = (ref() for ref in self._last)
+            if ref is snapshot and pristine is not None and packing is not None:
+                return pristine, packing
+        available = _available(snapshot, self.columns, query.assumed, self.index)
+        packing = self.packing(snapshot, query)
+        if not query.assumed:
+            self._last = (weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing))
+        return available, packing
 
 
 _PLANS: IdentityMemo[_Plan] = IdentityMemo(_Plan)
@@ -241,8 +265,7 @@ class NodeResourcePlugin:
             return PluginResult.noop(REASON_EMPTY_COMPONENTS)
         snapshot = ctx.snapshot
         plan = _PLANS.get(query)
-        available = _available(snapshot, plan.columns, query.assumed, plan.index)
-        arrays = plan.packing(snapshot, query)
+        available, arrays = plan.arrays(snapshot, query)
         if ctx.packing == "first-fit":
             packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key)
         else:
