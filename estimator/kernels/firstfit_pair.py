@@ -10,7 +10,12 @@ node before it fits none of that component for the rest of the estimate. A repli
 changes the node it lands on, so the two components meet only on one node:
 
 - pa == pb == p: the next s sets land whole on p while p holds s copies of both shares,
-  s = min over columns of available // (A's share + B's share): one step.
+  s = min over columns of available // (A's share + B's share): one step. If the set
+  after them still has A's share whole on p, B takes what fits on p of its share (less
+  than all of it) and goes on from p + 1, never to come back; the t - 1 A's shares p
+  still holds after that are sets with B's replicas streaming on from p + 1: those t
+  sets are a second step. Then A fits none on p and both pointers usually meet on the
+  next node: this loop, node by node, is where a sets-heavy member spends its time.
 - pa < pb: B never goes back to pa, A stays on pa while it fits A's share whole:
   s = available[pa] // A's share sets have A on pa and B filling s x rb replicas greedily
   from pb on (a stream that may straddle nodes), apart from each other: one step and
@@ -25,8 +30,9 @@ changes the node it lands on, so the two components meet only on one node:
 
 Every step either ends with a pointer's node no longer fitting the share that made the
 step (so the next set by hand moves a pointer) or places all the sets asked for, so the
-steps and sets by hand are O(nodes), whatever the number of sets: Flink at 10k nodes,
-about 2.5 sets per node, takes a few steps per node.
+steps and sets by hand are O(nodes), whatever the number of sets, and every walk starts
+at a pointer (the fill that stops before A's node walks its nodes at most twice): Flink
+at 10k nodes, about 2.5 sets per node, takes about two steps per node.
 
 Compiled without numba's reference counting (`_nrt=False`: the kernel allocates nothing):
 with it, every inlined helper taking an array inside a loop paid an atomic increment and
