@@ -148,23 +148,26 @@ def test_the_kernel_source_as_plain_python_matches_the_rescan():
         assert _mismatch(run, case) is None
 
 
+_INDENT = " " * 16
+_BEHIND_TAKE = "pb = p\n" + _INDENT + "    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, "
 FAULTS = {
     "both on one node, too many sets": ("d0, d1, d2, d3, upper - sets)", "d0, d1, d2, d3, upper - sets + 1)"),
+    "both on one node, B's mask ignored": ("and masks[first, pa] and masks[second, pa]:", "and masks[first, pa]:"),
     "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
     "spill: one set of A too many": ("t = 1 + _fit(", "t = 2 + _fit("),
+    "spill: B's replicas on p + 1 although it may not use it": (
+        "want <= _FEW_WANT and masks[second, q] and", "want <= _FEW_WANT and"),
     "spill failing: A's share of the failed set given back": ("done + 1 - t)", "done - t)"),
     "behind failing: A's share of the failed set not kept": ("wa3, done + 1)", "wa3, done)"),
     "behind: skip ignores A's mask": ("not (masks[first, pa] and _holds(", "not (_holds("),
-    "behind: A's share taken for one set only": ("pb = p\n                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)",
-                                                 "pb = p\n                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, 1)"),
-    "spill: B's replicas on p + 1 although it may not use it": ("want <= _FEW_WANT and masks[second, q] and", "want <= _FEW_WANT and"),
+    "behind: A's share taken for one set only": (_BEHIND_TAKE + "s)", _BEHIND_TAKE + "1)"),
     "ahead: B's fill passes A's node": ("while p < pa:", "while p < n_nodes:"),
     "ahead: replicas of the incomplete set kept": ("b0, b1, b2, b3, True)", "b0, b1, b2, b3, False)"),
-    "ahead: B's pointer jumps to A's node": ("                pb = p\n                if s > 0:", "                pb = pa\n                if s > 0:"),
+    "ahead: B's pointer jumps to A's node": ("pb = p\n" + _INDENT + "if s > 0:", "pb = pa\n" + _INDENT + "if s > 0:"),
     "hand set: A's failed share left in placement": (
-        "                _unplace(placement, second, start_b, took_b, pb)\n"
-        "                _unplace(placement, first, start_a, took_a, pa)\n",
-        "                _unplace(placement, second, start_b, took_b, pb)\n"),
+        _INDENT + "_unplace(placement, second, start_b, took_b, pb)\n"
+        + _INDENT + "_unplace(placement, first, start_a, took_a, pa)\n",
+        _INDENT + "_unplace(placement, second, start_b, took_b, pb)\n"),
 }
 
 
