@@ -123,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     # The flag's first name: still accepted (users' scripts and manifests pass it), with a warning.
     src.add_argument("--snapshot", action="append", dest="objects", metavar="FILE",
                      help="Deprecated name of --objects.")
+    src.add_argument("--objects-cache", default="", metavar="DIR",
+                     help="Directory where loaded --objects files (4 MiB and more) are kept as arrays, so the next "
+                          "start from the same unchanged files skips parsing; 'off' disables. Default: "
+                          "$KARMADA_ESTIMATOR_STATE_CACHE, else $XDG_CACHE_HOME/karmada-estimator/objects or "
+                          "~/.cache/karmada-estimator/objects. Not a Karmada flag.")
     src.add_argument("--kubeconfig", default="", help="Path to member cluster's kubeconfig file (live list/watch).")
     src.add_argument("--master", default="", help="The address of the member Kubernetes API server. "
                                                   "Overrides any value in kubeconfig.")
@@ -267,6 +272,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
         parser.error("--kube-api-qps must be >= 0")
     if not args.best_budget >= 0:
         parser.error(f"--best-budget must be a number >= 0 (inf: no limit), got {args.best_budget}")
+    if args.objects_cache and not args.objects:
+        parser.error("--objects-cache applies to --objects files only")
 
 
 def log_startup_notes(args: argparse.Namespace, gates: flags.FeatureGates, options: flags.LogOptions,
@@ -311,7 +318,7 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if args.objects:
         from estimator.cluster.state import FileClusterState
 
-        return FileClusterState(args.objects)
+        return FileClusterState(args.objects, state_cache=args.objects_cache or None)
     try:
         from estimator.cluster.watch import KubeConfigError, WatchClusterState
     except ImportError:

@@ -10,12 +10,13 @@ the server decides readiness from that.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from estimator.cluster import gccontrol
+from estimator.cluster import gccontrol, statecache
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.files import load_object_files
 from estimator.core.errors import StateLoadError
@@ -58,8 +59,11 @@ class FileClusterState:
     reload keeps serving the previous state and logs why.
     """
 
-    def __init__(self, paths: Sequence[str | Path]):
+    def __init__(self, paths: Sequence[str | Path], state_cache: str | None = None):
+        """`state_cache`: the parsed-state cache directory (estimator.cluster.statecache);
+        None: its default, "off": no cache."""
         self.paths = [Path(p) for p in paths]
+        self._cache_dir = statecache.default_dir({statecache.ENV: state_cache} if state_cache else os.environ)
         self._lock = threading.Lock()
         # The cluster records live as long as the process: freeze them so no collection
         # walks them (a full one over a 10k-node member paused estimates for ~50 ms).
@@ -69,7 +73,7 @@ class FileClusterState:
         # CPU at 10k nodes in our profiles).
         gccontrol.settle("start")
         with gccontrol.paused():
-            self._cache: ClusterCache = load_object_files(self.paths)
+            self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir)
             gccontrol.settle("load", collect=False)
         self._loaded_at = time.time()
         self.last_reload_error = ""
@@ -98,7 +102,7 @@ class FileClusterState:
 
     def reload(self) -> bool:
         try:
-            cache = load_object_files(self.paths)
+            cache = load_object_files(self.paths, state_cache=self._cache_dir)
         except StateLoadError as error:
             self.last_reload_error = str(error)
             log.error("reload failed, still serving the previous state: %s", error)
