@@ -290,7 +290,7 @@ def pair_first_fit(
                 info[0] = second
                 info[1] += work
                 return sets + done
-        elif masks[first, pa]:
+        elif pa < n_nodes and masks[first, pa]:  # (pa < n_nodes always: A's walk fails at the end)
             s = _fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
             if s > 0:
                 # A's share of s sets on pa; B's filled from pb, but only on nodes before
