@@ -30,6 +30,9 @@ def _klog_stamp(text: str, now: float | None = None) -> float:
     return min(stamps, key=lambda s: abs(s - now))
 
 
+STATE_CACHE_HIT = "from the state cache"  # estimator.cluster.files logs it when an entry was read
+
+
 def _log_times(text: str) -> dict:
     """Seconds since the epoch of the start-up milestones in a text-format server log."""
     out = {}
@@ -64,10 +67,13 @@ def _rss(pid: int) -> dict:
 class Server:
     """A real `karmada-estimator` process on one member file (scheduler_client.launch)."""
 
-    def __init__(self, member: str, path: Path, mode: str, cache_dir: str, log_dir: Path):
+    def __init__(self, member: str, path: Path, mode: str, cache_dir: str, log_dir: Path,
+                 objects_cache: str = "off"):
+        """`cache_dir`: the numba cache; `objects_cache`: the estimator's --objects-cache
+        (off: every start parses the member file)."""
         from scheduler_client.launch import LocalEstimator
 
-        self.est = LocalEstimator(member, [path], packing=mode)
+        self.est = LocalEstimator(member, [path], packing=mode, extra_args=("--objects-cache", objects_cache))
         self.log_path = log_dir / f"{member}-{mode}-{Path(cache_dir).name}.log"
         self.cache_dir = cache_dir
 
@@ -106,8 +112,10 @@ class Server:
             channel.close()
         ready = time.perf_counter() - t0
         time.sleep(0.05)
-        marks = _log_times(self.log_path.read_text())
-        phases = {"ready_s": ready}
+        text = self.log_path.read_text()
+        marks = _log_times(text)
+        # What this start did with the member file, from the server's own log line.
+        phases = {"ready_s": ready, "objects": "cache" if STATE_CACHE_HIT in text else "parsed"}
         if "loaded" in marks:
             phases["start_to_loaded_s"] = marks["loaded"] - wall0  # interpreter + imports + load
         if "kernels_seconds" in marks:

@@ -33,3 +33,22 @@ def test_a_header_without_a_year_takes_the_year_nearest_now():
     now = time.mktime((2027, 1, 1, 0, 0, 30, 0, 0, -1))  # just after new year, local time
     stamp = _klog_stamp("1231 23:59:50.000000", now)
     assert abs((now - stamp) - 40.0) < 1e-6
+
+
+def test_the_state_cache_hit_marker_is_the_loaders_own_log_line(tmp_path, caplog):
+    # benchmarks.run splits start-up figures by it: a parsed file vs one read from --objects-cache.
+    import os
+    import shutil
+
+    from benchmarks.run_server import STATE_CACHE_HIT
+    from estimator.cluster.files import load_object_files
+    from tests.support.servers import DEMO
+
+    member = tmp_path / "member-a.yaml"
+    shutil.copy(DEMO / "member-a.yaml", member)
+    os.utime(member, ns=(1_000_000_000, 1_000_000_000))  # not "just modified": the loader saves it
+    with caplog.at_level(logging.INFO):
+        load_object_files([member], state_cache=tmp_path / "c", min_bytes=0)
+        assert STATE_CACHE_HIT not in caplog.text
+        load_object_files([member], state_cache=tmp_path / "c", min_bytes=0)
+    assert STATE_CACHE_HIT in caplog.text

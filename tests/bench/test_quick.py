@@ -85,6 +85,9 @@ def test_run_records_machine_load_and_accuracy(quick_run):
     for size in result["sizes"]:
         assert set(size["servers"]) >= set(MODES)
         assert size["servers"]["best"]["warm"]["ready_s"] > 0
+        # Tiny member files are below the state cache's threshold: every start parsed them.
+        assert {size["servers"][m]["warm"]["objects"] for m in MODES} == {"parsed"}
+        assert size["ready_warm"] == size["ready_warm_parsed"] and "ready_warm_cache" not in size
 
 
 def test_results_md_is_written_and_the_run_prints_the_key_rows(quick_run):
