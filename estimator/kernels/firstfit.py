@@ -54,7 +54,7 @@ _NO_NODE_ORDER = np.zeros((0, 0), dtype=np.int64)
 _NO_LENGTHS = np.zeros(0, dtype=np.int64)
 
 
-@kernel(inline="always", _nrt=False)
+@kernel(inline="always")
 def _fill(
     available: np.ndarray,
     requests: np.ndarray,
@@ -92,7 +92,7 @@ def _fill(
     return remaining
 
 
-@kernel(inline="always", _nrt=False)
+@kernel(inline="always")
 def _bulk(
     available: np.ndarray,
     requests: np.ndarray,
@@ -266,7 +266,7 @@ def _bulk(
     return s
 
 
-@kernel(inline="always", _nrt=False)
+@kernel(inline="always")
 def _unplace(
     replicas: np.ndarray,
     order: np.ndarray,
@@ -290,7 +290,7 @@ def _unplace(
             placement[c, n] = start_held[c] if p == start_at[c] else 0
 
 
-@kernel(_nrt=False)
+@kernel
 def _first_fit(
     available: np.ndarray,
     requests: np.ndarray,
@@ -302,9 +302,6 @@ def _first_fit(
     upper: int,
     placement: np.ndarray,
     info: np.ndarray,
-    scratch: np.ndarray,
-    demand: np.ndarray,
-    mark: np.ndarray,
 ) -> int:
     """Pack sets until one fails or `upper` are placed; return how many were complete.
 
@@ -314,25 +311,21 @@ def _first_fit(
     info[0] = the component that could not complete a set (left as is if none); info[1] +=
     the work done: nodes visited by every walk (hand sets and bulk steps), a deterministic
     measure of the kernel's cost that best mode's budget counts in.
-
-    Working space comes from the caller, zeroed (`pack`): scratch int64[5, >= max(C, len(order))], demand
-    int64[len(order), K], mark int64[N]. The kernel then allocates nothing and is compiled
-    without numba's reference counting (`_nrt=False`), which otherwise costs an atomic
-    increment and decrement each time an inlined helper takes an array or a row of one.
     """
-    n_cols = requests.shape[1]
+    n_req, n_cols = requests.shape
     n_nodes = available.shape[0]
     n_comp = order.shape[0]
     ordered = node_order.shape[0] > 0
-    pointer = scratch[0]
-    single = scratch[1]  # node holding all of c in this set; -1 none; -2 several
+    pointer = np.zeros(n_req, np.int64)
+    single = np.empty(n_req, np.int64)  # node holding all of c in this set; -1 none; -2 several
     # Where each component's walk started in the set in progress, and what `placement`
     # held there, to take a set that fails back out of `placement` (complete sets only).
     # Past its pointer a component has placed nothing, so those entries were 0.
-    start_at = scratch[2]
-    start_held = scratch[3]
-    movers = scratch[4]  # len(order) <= C entries used
-    # mark: the stationary nodes of the step with that stamp.
+    start_at = np.zeros(n_req, np.int64)
+    start_held = np.zeros(n_req, np.int64)
+    demand = np.empty((n_comp, n_cols), np.int64)
+    movers = np.empty(n_comp, np.int64)
+    mark = np.zeros(n_nodes, np.int64)  # stationary nodes of the step with that stamp
     stamp = 0
     wait = 0  # hand sets before the next bulk step is tried
     backoff = 0
@@ -396,10 +389,6 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
     """`_first_fit` on already-validated arrays (consumes `available`)."""
     placement = np.zeros(masks.shape, dtype=np.int64)
     info = np.array([-1, 0], dtype=np.int64)
-    # The kernel's working space (it allocates nothing itself: see `_first_fit`).
-    scratch = np.zeros((5, max(requests.shape[0], order.shape[0])), dtype=np.int64)
-    demand = np.zeros((order.shape[0], requests.shape[1]), dtype=np.int64)
-    mark = np.zeros(available.shape[0], dtype=np.int64)
     sets = _first_fit(
         available,
         readonly(requests),
@@ -411,9 +400,6 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
         upper,
         placement,
         info,
-        scratch,
-        demand,
-        mark,
     )
     return Packing(int(sets), placement, limiting=int(info[0]), work=int(info[1]))
 

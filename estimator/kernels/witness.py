@@ -12,7 +12,7 @@ from ._numba import kernel
 
 
 
-@kernel(_nrt=False)  # allocates nothing: no reference counting needed
+@kernel
 def _verify(
     available: np.ndarray,
     requests: np.ndarray,
