@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import Packing
+from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
 from ._numba import cache_note
 from .best import best_sets
 from .firstfit import first_fit_bounded, first_fit_sets
 from .fit import set_bound, sum_fit
 from .witness import verify_placement
 
-__all__ = ["Packing", "best_sets", "cache_note", "first_fit_bounded", "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "warmup"]
+__all__ = ["AMOUNTS", "FLAGS", "Packing", "REQUEST_ROWS", "best_sets", "cache_note", "first_fit_bounded",
+           "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "vouch", "vouched_copy", "warmup"]
 
 
 def warmup() -> None:

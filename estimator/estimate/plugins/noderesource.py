@@ -10,7 +10,7 @@ upper bound (`Packing.bound`, in both modes), so it says whether it is proven op
 
 What depends on the request alone (columns, request rows, cache keys with their hashes) is
 kept per query object (`_PLANS`), across snapshots. The arrays this module hands the
-kernels are vouched for once (`kernels._arrays.vouch`: the snapshot's columns are never
+kernels are vouched for once (`kernels.vouch`: the snapshot's columns are never
 negative, request rows ask for one pod each), so a request does not pay the kernels'
 argument scans over every node again.
 """
@@ -28,7 +28,7 @@ from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
 from estimator.estimate.querymemo import HashedKey, IdentityMemo
-from estimator.kernels._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouched_copy
+from estimator.kernels import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouched_copy
 
 NAME = "NodeResourceEstimator"
 
