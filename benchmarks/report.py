@@ -257,9 +257,11 @@ def _section(result: dict, plot_prefix: str) -> str:
   identically). Pools: CPU-only 40%, 4-GPU 28%, 8-GPU 20%, a tainted 4-GPU inference pool 12%, 3 tainted
   control-plane nodes, 3% cordoned, five zones in two regions; pods fill each node to its own utilisation
   (Beta, mean 0.65) with 1/2/4-GPU pods, so free GPUs are fragmented.
-- **Kernel** figures time the public kernels (`estimator.kernels.first_fit_sets` / `best_sets`, validation
-  included) on the arrays the node-resource plugin builds with its own helpers (`_columns`, `_gather`,
-  `_Packing`); first-fit gets a fresh copy of `available` per call, made outside the timed region. **Plugin path**
+- **Kernel** figures time the public kernels (`estimator.kernels.first_fit_sets` / `best_sets`, with the
+  validation the server's calls get) on the arrays the node-resource plugin builds with its own helpers (`_columns`,
+  `_gather`, `_Packing`), vouched for once as the plugin does (`kernels.vouch`: the per-call scans over every node
+  are skipped, shape checks stay); first-fit gets a fresh copy of `available` per call
+  (`kernels.vouched_copy`), made outside the timed region. **Plugin path**
   is `Estimator.max_available_component_sets` in-process (arrays + kernel + quota plugin), new answers only
   (the job in more priority-class variants than the answer memo holds, as the RPC's new-answer runs). Budget
   {settings['kernel_seconds']} s and ≥ 20 calls per case, GC off while timing.

@@ -62,11 +62,12 @@ def time_calls(fn, budget_s: float, prepare=None, min_samples: int = 20, max_sam
 
 def plugin_arrays(snapshot, query):
     """The arrays the node-resource plugin hands to the kernels, built by its own helpers."""
+    from estimator import kernels
     from estimator.estimate.plugins import noderesource as nr
 
     columns = nr._columns([c.shape for c in query.components])
     index = {name: k for k, name in enumerate(columns)}
-    available = nr._gather(snapshot, columns)
+    available = kernels.vouch("available", nr._gather(snapshot, columns), kernels.AMOUNTS)  # as the plugin does
     packing = nr._Packing(snapshot, query.components, index)
     return available, packing.requests, packing.replicas, packing.masks
 
@@ -129,7 +130,7 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
     for mode in MODES:
         if mode == "first-fit":
             kernel = lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER)  # noqa: E731
-            samples = time_calls(kernel, args.kernel_seconds, prepare=available.copy)
+            samples = time_calls(kernel, args.kernel_seconds, prepare=lambda: kernels.vouched_copy(available))
             sets = first_fit.sets
         else:
             kernel = lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER)  # noqa: E731
@@ -239,7 +240,8 @@ def profile_target(snapshot, member: str, mode: str, top: int = 14) -> dict:
     columns = nr._columns([c.shape for c in query.components])
     index = {name: k for k, name in enumerate(columns)}
     if mode == "first-fit":
-        kernel = (lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER), available.copy)
+        kernel = (lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER),
+                  lambda: kernels.vouched_copy(available))
     else:
         kernel = (lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER), None)
     quota = ResourceQuotaPlugin()
