@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from estimator import kernels
 from estimator.kernels import firstfit, firstfit_pair
 from tests.support import naive
+from tests.support.randmember import flink_arrays
 
 MAX_INT32 = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -115,17 +116,8 @@ def test_a_sets_heavy_flink_member():
     """Jobmanager 1 x {1 pod, 1 cpu, 2Gi} and taskmanagers 6 x {1 pod, 2 cpu, 4Gi} on 150
     partly used nodes (a few sets each): the benchmark's shape, small enough for the
     reference."""
-    gi = 2**30
-    rng = np.random.default_rng(11)
     n = 150
-    available = np.zeros((n, 3), dtype=np.int64)
-    available[:, 0] = rng.integers(60, 110, size=n)
-    available[:, 1] = rng.integers(2, 90, size=n) * 500
-    available[:, 2] = rng.integers(16, 200, size=n) * gi
-    requests = np.array([[1, 1000, 2 * gi], [1, 2000, 4 * gi]], dtype=np.int64)
-    replicas = np.array([1, 6], dtype=np.int64)
-    masks = rng.random((2, n)) < 0.9
-    got = _check(available, requests, replicas, masks, MAX_INT32)
+    got = _check(*flink_arrays(11, n, pods=(60, 110), cpu_halves=(2, 90), mask_share=0.9), MAX_INT32)
     assert got.sets > n  # sets-heavy, as intended
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from estimator import kernels
 from tests.support import naive
+from tests.support.randmember import flink_arrays
 
 MAX_INT32 = 2**31 - 1
 GI = 2**30
@@ -79,14 +80,6 @@ def test_mixed_members_pack_exactly_as_the_rescan(case):
 
 def test_a_flink_like_member_with_many_sets_per_node_run():
     """A fixed member large enough that every kind of step happens many times."""
-    rng = np.random.default_rng(7)
     n = 120
-    available = np.zeros((n, 3), dtype=np.int64)
-    available[:, 0] = rng.integers(20, 110, size=n)
-    available[:, 1] = rng.integers(8, 80, size=n) * 500
-    available[:, 2] = rng.integers(16, 200, size=n) * GI
-    requests = np.array([[1, 1000, 2 * GI], [1, 2000, 4 * GI]], dtype=np.int64)
-    replicas = np.array([1, 6], dtype=np.int64)
-    masks = np.ones((2, n), dtype=np.bool_)
-    got = _check(available, requests, replicas, masks, MAX_INT32)
+    got = _check(*flink_arrays(7, n, pods=(20, 110), cpu_halves=(8, 80)), MAX_INT32)
     assert got.sets > 2 * n // 3  # sets-heavy, as intended

@@ -1,9 +1,13 @@
-"""A seeded random small member (nodes with cpu/memory/pods and sometimes GPUs, pods bound
-to them), as a snapshot: shared by the tests that compare cached bounds with fresh ones."""
+"""Seeded random members shared by several test files: a small member as a snapshot (nodes
+with cpu/memory/pods and sometimes GPUs, pods bound to them; the tests that compare cached
+bounds with fresh ones), and a Flink-like member as kernel arrays (the two-component
+first-fit tests)."""
 
 from __future__ import annotations
 
 import random
+
+import numpy as np
 
 from estimator.cluster.cache import ClusterCache
 from tests.support.builders import node, pod
@@ -24,3 +28,23 @@ def random_member(seed: int, *, max_nodes: int, pod_slots: tuple[int, ...], gpu_
                                                      memory=f"{rng.randint(1, 8)}Gi")
                          .on(f"n{rng.randint(0, max_nodes - 1)}").build())
     return cache.snapshot()
+
+
+GI = 2**30
+
+
+def flink_arrays(seed: int, n: int, *, pods: tuple[int, int], cpu_halves: tuple[int, int],
+                 mask_share: float | None = None):
+    """(available, requests, replicas, masks) of n partly used nodes (columns pods, cpu in
+    millicores, memory; cpu in steps of 500m from `cpu_halves`) and Flink's jobmanager
+    1 x {1 pod, 1 cpu, 2Gi} + taskmanagers 6 x {1 pod, 2 cpu, 4Gi}; each node open to a
+    component with probability `mask_share` (None: every node)."""
+    rng = np.random.default_rng(seed)
+    available = np.zeros((n, 3), dtype=np.int64)
+    available[:, 0] = rng.integers(*pods, size=n)
+    available[:, 1] = rng.integers(*cpu_halves, size=n) * 500
+    available[:, 2] = rng.integers(16, 200, size=n) * GI
+    requests = np.array([[1, 1000, 2 * GI], [1, 2000, 4 * GI]], dtype=np.int64)
+    replicas = np.array([1, 6], dtype=np.int64)
+    masks = np.ones((2, n), dtype=np.bool_) if mask_share is None else rng.random((2, n)) < mask_share
+    return available, requests, replicas, masks
