@@ -11,9 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from estimator import kernels
 from estimator.kernels import firstfit, firstfit_pair
-from tests.support import naive
+from tests.support.kernelcheck import assert_first_fit_as_naive
 from tests.support.randmember import flink_arrays
 
 MAX_INT32 = 2**31 - 1
@@ -23,12 +22,7 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 def _check(available, requests, replicas, masks, upper):
     assert firstfit_pair.pair_components(requests, replicas) is not None  # the pair kernel runs
-    want_sets, want_placement, want_left = naive.first_fit(available, requests, replicas, masks, upper)
-    left = available.copy()
-    got = kernels.first_fit_sets(left, requests, replicas, masks, upper)
-    assert got.sets == want_sets
-    assert got.placement.tolist() == want_placement
-    assert left.tolist() == want_left
+    got = assert_first_fit_as_naive(available, requests, replicas, masks, upper)
     general = firstfit.general_first_fit(available.copy(), requests, replicas, masks, upper)
     assert got.limiting == general.limiting
     assert got.work > 0 or available.shape[0] == 0 or upper == 0

@@ -9,22 +9,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from estimator import kernels
-from tests.support import naive
+from tests.support.kernelcheck import assert_first_fit_as_naive
 from tests.support.randmember import flink_arrays
 
 MAX_INT32 = 2**31 - 1
 GI = 2**30
-
-
-def _check(available, requests, replicas, masks, upper):
-    want_sets, want_placement, want_left = naive.first_fit(available, requests, replicas, masks, upper)
-    left = available.copy()
-    got = kernels.first_fit_sets(left, requests, replicas, masks, upper)
-    assert got.sets == want_sets
-    assert got.placement.tolist() == want_placement
-    assert left.tolist() == want_left
-    return got
 
 
 @st.composite
@@ -69,17 +58,17 @@ def mixed(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(flink_like())
 def test_flink_like_members_pack_exactly_as_the_rescan(case):
-    _check(*case)
+    assert_first_fit_as_naive(*case)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed())
 def test_mixed_members_pack_exactly_as_the_rescan(case):
-    _check(*case)
+    assert_first_fit_as_naive(*case)
 
 
 def test_a_flink_like_member_with_many_sets_per_node_run():
     """A fixed member large enough that every kind of step happens many times."""
     n = 120
-    got = _check(*flink_arrays(7, n, pods=(20, 110), cpu_halves=(8, 80)), MAX_INT32)
+    got = assert_first_fit_as_naive(*flink_arrays(7, n, pods=(20, 110), cpu_halves=(8, 80)), MAX_INT32)
     assert got.sets > 2 * n // 3  # sets-heavy, as intended

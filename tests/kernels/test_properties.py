@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from estimator import kernels
 from estimator.kernels import firstfit
 from tests.support import naive
+from tests.support.kernelcheck import assert_first_fit_as_naive
 
 MAX_INT32 = 2**31 - 1
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -41,13 +42,7 @@ def clusters(draw, max_nodes=6, max_amount=8):
 @SETTINGS
 @given(clusters())
 def test_first_fit_equals_the_naive_rescan(case):
-    available, requests, replicas, masks, upper = case
-    left = available.copy()
-    packing = kernels.first_fit_sets(left, requests, replicas, masks, upper)
-    sets, placement, naive_left = naive.first_fit(available, requests, replicas, masks, upper)
-    assert packing.sets == sets
-    assert packing.placement.tolist() == placement
-    assert left.tolist() == naive_left
+    assert_first_fit_as_naive(*case)
 
 
 @SETTINGS

@@ -8,6 +8,7 @@ import pytest
 
 from estimator import kernels
 from tests.support import naive
+from tests.support.kernelcheck import assert_first_fit_as_naive
 
 MAX_INT32 = 2**31 - 1
 # Columns: pods, cpu (millicores), memory (MiB here, to keep the naive oracle quick), gpu.
@@ -49,19 +50,9 @@ def shaped_cluster(shape: str, n_nodes: int = 300):
     return available
 
 
-def assert_first_fit_matches_naive(available, requests, replicas, masks, upper=MAX_INT32):
-    left = available.copy()
-    packing = kernels.first_fit_sets(left, requests, replicas, masks, upper)
-    sets, placement, naive_left = naive.first_fit(available, requests, replicas, masks, upper)
-    assert packing.sets == sets
-    assert packing.placement.tolist() == placement
-    assert left.tolist() == naive_left
-    return packing
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_first_fit_on_300_random_nodes_equals_the_naive_rescan(seed):
-    assert_first_fit_matches_naive(*random_cluster(seed))
+    assert_first_fit_as_naive(*random_cluster(seed), MAX_INT32)
 
 
 SHAPES = [
@@ -85,7 +76,7 @@ def test_first_fit_on_gpu_shaped_clusters_equals_the_naive_rescan(shape, job):
     requests, replicas = (np.array(x, dtype=np.int64) for x in JOBS[job])
     masks = np.ones((len(replicas), available.shape[0]), dtype=np.bool_)
     masks[0, ::7] = False  # some nodes the first component may not use
-    packing = assert_first_fit_matches_naive(available, requests, replicas, masks)
+    packing = assert_first_fit_as_naive(available, requests, replicas, masks, MAX_INT32)
     assert packing.sets > 0
     best = kernels.best_sets(available, requests, replicas, masks, MAX_INT32)
     assert best.sets >= packing.sets
@@ -97,7 +88,7 @@ def test_first_fit_stopped_by_upper_mid_run_equals_the_naive_rescan(upper):
     available = shaped_cluster("cpu nodes first, then 8-gpu nodes")
     requests, replicas = (np.array(x, dtype=np.int64) for x in JOBS["master then 2 workers"])
     masks = np.ones((2, available.shape[0]), dtype=np.bool_)
-    assert assert_first_fit_matches_naive(available, requests, replicas, masks, upper).sets == upper
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, upper).sets == upper
 
 
 def test_repeated_assumed_deductions_equal_the_naive_rescan():

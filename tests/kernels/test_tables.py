@@ -9,6 +9,7 @@ import pytest
 
 from estimator import kernels
 from tests.support import naive
+from tests.support.kernelcheck import assert_first_fit_as_naive
 
 Gi = 2**30
 Mi = 2**20
@@ -35,17 +36,6 @@ def components(*specs: tuple[int, dict]) -> tuple[np.ndarray, np.ndarray]:
 
 def everywhere(n_comp: int, n_nodes: int) -> np.ndarray:
     return np.ones((n_comp, n_nodes), dtype=np.bool_)
-
-
-def check_first_fit(available, requests, replicas, masks, upper) -> kernels.Packing:
-    """first_fit_sets, checked against the naive rescan: sets, placement and what is left."""
-    left = available.copy()
-    packing = kernels.first_fit_sets(left, requests, replicas, masks, upper)
-    sets, placement, naive_left = naive.first_fit(available, requests, replicas, masks, upper)
-    assert packing.sets == sets
-    assert packing.placement.tolist() == placement
-    assert left.tolist() == naive_left
-    return packing
 
 
 def check_best(available, requests, replicas, masks, upper) -> kernels.Packing:
@@ -123,7 +113,7 @@ KARMADA_TABLE = [
 def test_first_fit_matches_karmadas_simulator_table(available, specs, upper, expected):
     requests, replicas = components(*specs)
     masks = everywhere(len(specs), available.shape[0])
-    assert check_first_fit(available, requests, replicas, masks, upper).sets == expected
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, upper).sets == expected
     best = check_best(available, requests, replicas, masks, upper)
     assert best.sets == naive.exhaustive(available, requests, replicas, masks, upper)[0]
 
@@ -167,14 +157,14 @@ def member_masks(available: np.ndarray, control_plane: bool) -> np.ndarray:
 def test_reference_scenario_members_answer_as_expected(member, available, control_plane, job, expected):
     requests, replicas = job
     masks = member_masks(available, control_plane)
-    assert check_first_fit(available, requests, replicas, masks, MAX_INT32).sets == expected
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, MAX_INT32).sets == expected
     assert check_best(available, requests, replicas, masks, MAX_INT32).sets == expected
 
 
 def test_the_control_plane_node_is_never_used_when_masked_out():
     requests, replicas = TRAIN_SMALL
     masks = member_masks(MEMBER_B, control_plane=True)
-    packing = check_first_fit(MEMBER_B, requests, replicas, masks, MAX_INT32)
+    packing = assert_first_fit_as_naive(MEMBER_B, requests, replicas, masks, MAX_INT32)
     assert packing.placement[:, 0].tolist() == [0, 0]
     assert packing.placement.sum(axis=1).tolist() == [3, 6]
 
@@ -187,7 +177,7 @@ def test_a_set_that_fails_part_way_keeps_its_consumption_as_assumed_workloads_ne
     assert packing.sets == 0
     assert packing.placement.tolist() == [[0], [0]]
     assert left.tolist() == [[9, 1000, 0, 0]]  # the first component's replica stays deducted
-    check_first_fit(available, requests, replicas, everywhere(2, 1), 1)
+    assert_first_fit_as_naive(available, requests, replicas, everywhere(2, 1), 1)
 
 
 def test_an_assumed_workload_that_fits_is_deducted_once():
@@ -201,7 +191,7 @@ def test_an_assumed_workload_that_fits_is_deducted_once():
 def test_zero_replica_components_succeed_without_consuming():
     available = nodes({"cpu": 3000, "pods": 10})
     requests, replicas = components((0, {"cpu": 100_000}), (1, {"cpu": 1000}))
-    packing = check_first_fit(available, requests, replicas, everywhere(2, 1), 10)
+    packing = assert_first_fit_as_naive(available, requests, replicas, everywhere(2, 1), 10)
     assert packing.sets == 3
     assert packing.placement.tolist() == [[0], [3]]
     assert check_best(available, requests, replicas, everywhere(2, 1), 10).sets == 3
@@ -242,7 +232,7 @@ def test_a_requested_resource_no_node_has_fits_zero():
     available = nodes({"cpu": 64_000, "memory": 256 * Gi, "pods": 110})  # gpu column all zero
     requests, replicas = components((1, {"cpu": 100, "gpu": 1}))
     masks = everywhere(1, 1)
-    assert check_first_fit(available, requests, replicas, masks, 10).sets == 0
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, 10).sets == 0
     assert check_best(available, requests, replicas, masks, 10).sets == 0
     assert kernels.sum_fit(available, requests[0], masks[0]) == 0
 
@@ -252,7 +242,7 @@ def test_pod_slots_bound_the_fit_when_resources_are_plentiful():
     requests, replicas = components((2, {"cpu": 10}))
     masks = everywhere(1, 2)
     assert kernels.sum_fit(available, requests[0], masks[0]) == 3
-    assert check_first_fit(available, requests, replicas, masks, 10).sets == 1
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, 10).sets == 1
     assert check_best(available, requests, replicas, masks, 10).sets == 1
 
 
@@ -260,14 +250,14 @@ def test_a_request_for_nothing_but_a_pod_is_bounded_by_pod_slots():
     available = nodes({"pods": 4}, {"pods": 5})
     requests, replicas = components((1, {}))
     assert kernels.sum_fit(available, requests[0], everywhere(1, 2)[0]) == 9
-    assert check_first_fit(available, requests, replicas, everywhere(1, 2), 100).sets == 9
+    assert assert_first_fit_as_naive(available, requests, replicas, everywhere(1, 2), 100).sets == 9
 
 
 def test_masks_exclude_nodes_per_component():
     available = nodes({"cpu": 4000, "pods": 10}, {"cpu": 4000, "pods": 10, "gpu": 4})
     requests, replicas = components((1, {"cpu": 1000}), (1, {"cpu": 1000, "gpu": 1}))
     masks = np.array([[False, True], [True, True]])
-    packing = check_first_fit(available, requests, replicas, masks, 10)
+    packing = assert_first_fit_as_naive(available, requests, replicas, masks, 10)
     assert packing.sets == 2  # node 1 holds both: 4 cpu = 2 masters + 2 workers
     assert packing.placement.tolist() == [[0, 2], [0, 2]]
     assert kernels.sum_fit(available, requests[0], masks[0]) == 4
@@ -353,7 +343,7 @@ def _specs_case(available, specs, first_fit, optimum):
     ids=[case[0] for case in SUBOPTIMAL + RAW_SUBOPTIMAL],
 )
 def test_best_mode_beats_first_fit_and_reaches_the_optimum(available, requests, replicas, masks, first_fit, optimum):
-    assert check_first_fit(available, requests, replicas, masks, MAX_INT32).sets == first_fit
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, MAX_INT32).sets == first_fit
     assert naive.exhaustive(available, requests, replicas, masks, MAX_INT32)[0] == optimum
     assert check_best(available, requests, replicas, masks, MAX_INT32).sets == optimum
 
@@ -371,7 +361,7 @@ def test_products_beyond_int64_are_refused_not_wrapped():
     requests = np.array([[1, 2**62]], dtype=np.int64)
     replicas = np.array([4], dtype=np.int64)
     masks = everywhere(1, 2)
-    assert check_first_fit(available, requests, replicas, masks, 10).sets == 0
+    assert assert_first_fit_as_naive(available, requests, replicas, masks, 10).sets == 0
     assert check_best(available, requests, replicas, masks, 10).sets == 0
     two = np.array([2])
     assert not kernels.verify_placement(available, requests, two, masks, 1, np.array([[2, 0]]))  # 2**63 on a node
