@@ -55,7 +55,7 @@ MIN_BYTES = 4 << 20
 # Modules whose code decides what state a file loads into; a change to any of them makes
 # every entry stale.
 LOADER_MODULES = (
-    "estimator.cluster.files", "estimator.cluster.kubefiles", "estimator.cluster.jsonitems",
+    "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles", "estimator.cluster.jsonitems",
     "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.statecache",
     "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
     "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",

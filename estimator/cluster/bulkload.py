@@ -1,0 +1,208 @@
+"""The common pods of an object file, applied to a fresh ClusterCache in bulk.
+
+A member file is mostly pods: bound, no conditions, app containers whose resources are
+plain maps of quantity strings. For those, the per-record path (records.pod_record, then
+ClusterCache.apply) builds a record, takes the lock and updates numpy cells one at a
+time, tens of microseconds a pod. Here such a pod costs a few dict look-ups: its requests
+come from memos of the quantities and of whole request sets, its row and columns from the
+cache's own tables, and the request sums are added to the arrays a batch at a time.
+
+Anything else (other kinds, init containers, pod-level resources, overhead, conditions, a
+pod already held, a quantity not in plain integer form, anything malformed, sums past
+int64) is declined, and the caller applies it per record, after `flush()`: the per-record
+path stays the one judge of bad input and writes the same messages. The state that results
+is the per-record path's, cell for cell and table for table
+(tests/cluster/test_bulkload.py holds it to that).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from itertools import chain
+
+import numpy as np
+
+from estimator.cluster.cache import ClusterCache
+from estimator.core.model import TERMINAL_POD_PHASES
+from estimator.core.resources import CPU, MAX_INT64, QuantityError, is_counted, quantity_to_int
+
+# Plain quantities: digits and an optional SI suffix, the forms kubectl prints. Others go
+# to resources.quantity_to_int, the exact parser, which this one agrees with.
+_PLAIN = re.compile(r"([0-9]{1,18})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|)")
+_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+          "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+# Memo sizes: past them a memo starts afresh (a hostile file cannot grow them without bound).
+_MEMO_SIZE = 1 << 16
+# Sums that could come near int64 are added exactly, in Python, as the per-record path does.
+_SAFE_SUM = float(1 << 62)
+
+
+def quantity_int(name: str, text: str) -> int:
+    """resources.quantity_to_int(name, text), quicker for plain integers; QuantityError alike."""
+    match = _PLAIN.fullmatch(text)
+    if match is None:
+        return quantity_to_int(name, text)
+    number, suffix = match.groups()
+    if suffix == "m":
+        value = int(number) if name == CPU else -(-int(number) // 1000)  # Value() rounds up
+    else:
+        value = int(number) * _SCALE[suffix] * (1000 if name == CPU else 1)
+    if value > MAX_INT64:
+        return quantity_to_int(name, text)  # raises with its own message
+    return value
+
+
+class BulkPods:
+    """Feeds the common pods of a load into `cache`; `pod(obj)` is False for the others,
+    which the caller then applies per record, after `flush()`. Only for a cache no one else
+    uses yet (a load in progress): the pending sums are not in the arrays until `flush()`."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
+        self._pods = cache._pods
+        self._unschedulable = cache._workloads._unschedulable._live
+        self._quantities: dict[tuple[str, str], int] = {}  # (resource, text) -> amount, -1 not counted
+        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
+        self._amounts: list[tuple] = []
+        self.applied = 0
+
+    def _amount(self, name: str, text: str) -> int | None:
+        """The amount of one quantity (-1: a resource not counted), None where the per-record
+        path must judge; memoized."""
+        if len(self._quantities) >= _MEMO_SIZE:
+            self._quantities.clear()
+        if not is_counted(name):
+            amount = -1
+        else:
+            try:
+                amount = quantity_int(name, text)
+            except QuantityError:
+                return None
+            if amount < 0:
+                return None
+        self._quantities[(name, text)] = amount
+        return amount
+
+    def _with_limits(self, requests: dict | None, limits: dict, total: dict[str, int]) -> bool:
+        """Adds a container's requests, limits filling those left out, to `total`."""
+        amounts: dict[str, int] = {}
+        for source in (requests, limits):  # a request left out defaults to the limit
+            if source:
+                for name, text in source.items():
+                    if type(text) is not str or type(name) is not str:
+                        return False
+                    amount = self._quantities.get((name, text))
+                    if amount is None:
+                        amount = self._amount(name, text)  # every limit is checked, as there
+                        if amount is None:
+                            return False
+                    if amount >= 0:
+                        amounts.setdefault(name, amount)
+        for name, amount in amounts.items():
+            total[name] = total.get(name, 0) + amount
+        return True
+
+    def pod(self, obj: dict) -> bool:
+        """Apply `obj` (a dict of kind Pod) if it is a common pod; False leaves it untouched."""
+        meta = obj.get("metadata")
+        if type(meta) is not dict:
+            return False
+        name, namespace = meta.get("name"), meta.get("namespace")
+        if type(name) is not str or not name or type(namespace) is not str or not namespace:
+            return False
+        spec, status = obj.get("spec"), obj.get("status")
+        if type(spec) is not dict or (status is not None and type(status) is not dict):
+            return False
+        if status and status.get("conditions"):
+            return False  # may be unschedulable: the per-record path reads those
+        node = spec.get("nodeName")
+        if node is not None and type(node) is not str:
+            return False
+        live = self._unschedulable.get(namespace)
+        key = (namespace, name)
+        if (live and name in live) or key in self._pods:
+            return False  # replaces an earlier state: the per-record path does that
+        if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
+            return True  # not counted, and nothing held before: the cache stays as it is
+        # The requests, as podrequests._simple_requests reads them; anything else declines.
+        if spec.get("initContainers") or spec.get("resources") or spec.get("overhead") is not None:
+            return False
+        containers = spec.get("containers") or []
+        if type(containers) is not list:
+            return False
+        total: dict[str, int] = {}
+        quantities = self._quantities
+        for container in containers:
+            if type(container) is not dict:
+                return False
+            resources = container.get("resources")
+            if not resources:
+                continue
+            if type(resources) is not dict:
+                return False
+            requests, limits = resources.get("requests"), resources.get("limits")
+            if requests is not None and type(requests) is not dict:
+                return False
+            if limits is not None:
+                if type(limits) is not dict:
+                    return False
+                if limits:
+                    if not self._with_limits(requests, limits, total):
+                        return False
+                    continue
+            if requests:
+                for resource, text in requests.items():
+                    if type(text) is not str or type(resource) is not str:
+                        return False
+                    amount = quantities.get((resource, text))
+                    if amount is None:
+                        amount = self._amount(resource, text)
+                        if amount is None:
+                            return False
+                    if amount >= 0:
+                        total[resource] = total.get(resource, 0) + amount
+        pairs = sorted(total.items())
+        columns = self._cache._column_index
+        try:
+            amounts = tuple([(columns[resource], amount) for resource, amount in pairs if amount])
+        except KeyError:  # a resource new to the cache: columns in sorted order, as apply() adds them
+            column = self._cache._column
+            amounts = tuple([(column(resource), amount) for resource, amount in pairs if amount])
+        for _, amount in amounts:
+            if amount > MAX_INT64:  # saturates: the per-record path clamps it
+                return False
+        row = self._cache._rows.get(node)
+        if row is None:
+            row = self._cache._row(node)
+        self._pods[key] = (row, amounts)
+        self._rows.append(row)
+        self._amounts.append(amounts)
+        return True
+
+    def flush(self) -> None:
+        """Add the pending pods' requests to the cache's arrays and count their versions."""
+        if not self._rows:
+            return
+        cache = self._cache
+        rows = np.asarray(self._rows, dtype=np.int64)
+        with cache._lock:
+            requested = cache._requested
+            np.add.at(requested[:, 0], rows, 1)
+            sizes = np.fromiter(map(len, self._amounts), dtype=np.int64, count=len(self._amounts))
+            flat = np.fromiter(chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64,
+                               count=2 * int(sizes.sum())).reshape(-1, 2)
+            if len(flat):
+                # No cell can come near int64 if the whole batch and the largest cell cannot;
+                # otherwise every sum is made exactly, in Python, as the per-record path does.
+                bound = float(flat[:, 1].astype(np.float64).sum()) + float(requested.max())
+                if cache._excess or bound >= _SAFE_SUM:
+                    for row, pod_amounts in zip(self._rows, self._amounts):
+                        for column, amount in pod_amounts:
+                            cache._add_requested(row, column, amount)
+                else:
+                    np.add.at(requested, (np.repeat(rows, sizes), flat[:, 0]), flat[:, 1])
+            cache._version += len(self._rows)  # one change per pod counted, as apply() counts them
+            cache._updated_at = time.time()
+        self.applied += len(self._rows)
+        self._rows, self._amounts = [], []
