@@ -99,6 +99,31 @@ def _fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
 
 
 @kernel(inline="always", _nrt=False)
+def _fitx(x0, x1, x2, x3, r0, r1, r2, r3, cap):
+    """`_fit` on a node's columns held in locals."""
+    f = cap
+    if r0 > 0:
+        f = min(f, _quotient(x0, r0))
+    if r1 > 0:
+        f = min(f, _quotient(x1, r1))
+    if r2 > 0:
+        f = min(f, _quotient(x2, r2))
+    if r3 > 0:
+        f = min(f, _quotient(x3, r3))
+    return f
+
+
+@kernel(inline="always", _nrt=False)
+def _store(available, p, k1, k2, k3, x0, x1, x2, x3):
+    """Write a node's columns back (the last first: k1..k3 may repeat the last column,
+    whose repeats hold its value as read, a request of 0 never changing them)."""
+    available[p, k3] = x3
+    available[p, k2] = x2
+    available[p, k1] = x1
+    available[p, 0] = x0
+
+
+@kernel(inline="always", _nrt=False)
 def _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
     """Node p holds one copy of (r0..r3)."""
     return (available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2
@@ -209,27 +234,34 @@ def pair_first_fit(
             by_hand = True
             while pa < n_nodes and masks[first, pa] and masks[second, pa]:
                 p = pa
-                s = _fit(available, p, k1, k2, k3, d0, d1, d2, d3, upper - sets)
-                _sub(available, p, k1, k2, k3, d0, d1, d2, d3, s)
+                # Node p's columns in locals: stores to `placement` would otherwise make
+                # the compiler reload them between every step.
+                x0, x1, x2, x3 = available[p, 0], available[p, k1], available[p, k2], available[p, k3]
+                s = _fitx(x0, x1, x2, x3, d0, d1, d2, d3, upper - sets)
+                x0, x1, x2, x3 = x0 - s * d0, x1 - s * d1, x2 - s * d2, x3 - s * d3
                 placement[first, p] += s * ra
                 placement[second, p] += s * rb
                 sets += s
                 work += 2
                 if sets >= upper:
+                    _store(available, p, k1, k2, k3, x0, x1, x2, x3)
                     by_hand = False
                     break
-                if not (p + 1 < n_nodes and _holds(available, p, k1, k2, k3, wa0, wa1, wa2, wa3)):
+                if not (p + 1 < n_nodes and x0 >= wa0 and x1 >= wa1 and x2 >= wa2 and x3 >= wa3):
+                    _store(available, p, k1, k2, k3, x0, x1, x2, x3)
                     break
                 # The next set's share of A still lands on p but B's does not whole: B
                 # takes what fits on p (its last replicas there) and goes on from p + 1;
                 # then A's shares that still fit on p are sets with B's replicas from
                 # p + 1 on. Both in one step, t sets in all.
-                _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
-                fb = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, rb - 1)
-                _sub(available, p, k1, k2, k3, b0, b1, b2, b3, fb)
+                x0, x1, x2, x3 = x0 - wa0, x1 - wa1, x2 - wa2, x3 - wa3
+                fb = _fitx(x0, x1, x2, x3, b0, b1, b2, b3, rb - 1)
+                x0, x1, x2, x3 = x0 - fb * b0, x1 - fb * b1, x2 - fb * b2, x3 - fb * b3
                 placement[second, p] += fb
-                t = 1 + _fit(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets - 1)
-                _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, t - 1)
+                t1 = _fitx(x0, x1, x2, x3, wa0, wa1, wa2, wa3, upper - sets - 1)
+                x0, x1, x2, x3 = x0 - t1 * wa0, x1 - t1 * wa1, x2 - t1 * wa2, x3 - t1 * wa3
+                _store(available, p, k1, k2, k3, x0, x1, x2, x3)
+                t = 1 + t1
                 want = t * rb - fb
                 q = p + 1
                 if (few_b and want <= _FEW_WANT and masks[second, q] and available[q, 0] >= want * b0
@@ -256,7 +288,7 @@ def pair_first_fit(
                 pb = q
                 sets += t
                 by_hand = False
-                if sets >= upper or q != p + 1 or _holds(available, p, k1, k2, k3, a0, a1, a2, a3):
+                if sets >= upper or q != p + 1 or (x0 >= a0 and x1 >= a1 and x2 >= a2 and x3 >= a3):
                     break  # A stays behind B (or done): the general steps
                 pa = q  # A fits none on p: both pointers on q
             if not by_hand:

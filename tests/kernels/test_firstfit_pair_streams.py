@@ -153,8 +153,14 @@ _BEHIND_TAKE = "pb = p\n" + _INDENT + "    _sub(available, pa, k1, k2, k3, wa0, 
 FAULTS = {
     "both on one node, too many sets": ("d0, d1, d2, d3, upper - sets)", "d0, d1, d2, d3, upper - sets + 1)"),
     "both on one node, B's mask ignored": ("and masks[first, pa] and masks[second, pa]:", "and masks[first, pa]:"),
+    "both on one node, p's columns not written back before the general steps": (
+        "x3 >= wa3):\n" + _INDENT + "    _store(available, p, k1, k2, k3, x0, x1, x2, x3)\n",
+        "x3 >= wa3):\n"),
+    "both on one node, a repeated column written back after the real one": (
+        "    available[p, k3] = x3\n    available[p, k2] = x2\n    available[p, k1] = x1\n",
+        "    available[p, k1] = x1\n    available[p, k2] = x2\n    available[p, k3] = x3\n"),
     "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
-    "spill: one set of A too many": ("t = 1 + _fit(", "t = 2 + _fit("),
+    "spill: one set of A too many": ("t = 1 + t1", "t = 2 + t1"),
     "spill: B's replicas on p + 1 although it may not use it": (
         "want <= _FEW_WANT and masks[second, q] and", "want <= _FEW_WANT and"),
     "spill failing: A's share of the failed set given back": ("done + 1 - t)", "done - t)"),
