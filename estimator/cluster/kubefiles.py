@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import orjson
 import yaml
 
-from estimator.cluster.jsonitems import iter_items, split_items
+from estimator.cluster.jsonitems import iter_items, list_items, split_items
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Smaller JSON lists are parsed whole: their objects fit in memory anyway, and it is quicker.
@@ -47,14 +47,17 @@ def iter_objects(path: str | Path, stream_from: int = STREAM_FROM_BYTES) -> Iter
         raise ObjectFileError(path, "no such file") from None
     except OSError as err:
         raise ObjectFileError(path, f"cannot read: {err}") from None
-    split = split_items(raw) if len(raw) >= stream_from else None
+    # Slices cut where a parse proves an item boundary (quick), else where a scan of every
+    # byte finds one; documents of another shape are parsed whole.
+    split = (list_items(raw) or split_items(raw)) if len(raw) >= stream_from else None
     kind = str(split[0].get("kind", "")) if split else ""
     if split is None or not kind.endswith("List"):
         yield from parse_objects(_decode(raw, path), path)
         return
     item_kind = kind[: -len("List")]
+    items = split[1] if not isinstance(split[1], list) else iter_items(raw, split[1])
     try:
-        for item in iter_items(raw, split[1]):
+        for item in items:
             if item_kind and isinstance(item, dict) and "kind" not in item:
                 item["kind"] = item_kind
             yield item
