@@ -23,15 +23,17 @@ from itertools import chain
 
 import numpy as np
 
-from estimator.cluster.cache import ClusterCache
-from estimator.core.model import TERMINAL_POD_PHASES
-from estimator.core.resources import CPU, MAX_INT64, QuantityError, is_counted, quantity_to_int
+from estimator.cluster.cache import ClusterCache, _NodeState
+from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
+from estimator.core.records import node_allocatable, zone_key
+from estimator.core.resources import CPU, MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int
 
 # Plain quantities: digits and an optional SI suffix, the forms kubectl prints. Others go
 # to resources.quantity_to_int, the exact parser, which this one agrees with.
 _PLAIN = re.compile(r"([0-9]{1,18})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|)")
 _SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
           "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+_NOT_COUNTED: dict[str, int] = {}  # (empty: its look-ups miss, and _amount answers -1)
 # Memo sizes: past them a memo starts afresh (a hostile file cannot grow them without bound).
 _MEMO_SIZE = 1 << 16
 # Sums that could come near int64 are added exactly, in Python, as the per-record path does.
@@ -53,7 +55,7 @@ def quantity_int(name: str, text: str) -> int:
     return value
 
 
-class BulkPods:
+class BulkLoader:
     """Feeds the common pods of a load into `cache`; `pod(obj)` is False for the others,
     which the caller then applies per record, after `flush()`. Only for a cache no one else
     uses yet (a load in progress): the pending sums are not in the arrays until `flush()`."""
@@ -62,26 +64,34 @@ class BulkPods:
         self._cache = cache
         self._pods = cache._pods
         self._unschedulable = cache._workloads._unschedulable._live
-        self._quantities: dict[tuple[str, str], int] = {}  # (resource, text) -> amount, -1 not counted
+        # resource -> {text: amount}, or _NOT_COUNTED for a resource the cache does not count
+        self._quantities: dict[str, dict[str, int]] = {}
+        self._allocatable: dict[tuple, list] = {}  # a node's allocatable items -> [(column, amount)]
         self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
         self._amounts: list[tuple] = []
         self.applied = 0
 
     def _amount(self, name: str, text: str) -> int | None:
         """The amount of one quantity (-1: a resource not counted), None where the per-record
-        path must judge; memoized."""
-        if len(self._quantities) >= _MEMO_SIZE:
-            self._quantities.clear()
-        if not is_counted(name):
-            amount = -1
-        else:
+        path must judge; memoized per resource name, then per text."""
+        memo = self._quantities.get(name)
+        if memo is None:
+            if len(self._quantities) >= _MEMO_SIZE:
+                self._quantities.clear()
+            memo = self._quantities[name] = {} if is_counted(name) else _NOT_COUNTED
+        if memo is _NOT_COUNTED:
+            return -1
+        amount = memo.get(text)
+        if amount is None:
             try:
                 amount = quantity_int(name, text)
             except QuantityError:
                 return None
             if amount < 0:
                 return None
-        self._quantities[(name, text)] = amount
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[text] = amount
         return amount
 
     def _with_limits(self, requests: dict | None, limits: dict, total: dict[str, int]) -> bool:
@@ -92,11 +102,9 @@ class BulkPods:
                 for name, text in source.items():
                     if type(text) is not str or type(name) is not str:
                         return False
-                    amount = self._quantities.get((name, text))
+                    amount = self._amount(name, text)  # every limit is checked, as there
                     if amount is None:
-                        amount = self._amount(name, text)  # every limit is checked, as there
-                        if amount is None:
-                            return False
+                        return False
                     if amount >= 0:
                         amounts.setdefault(name, amount)
         for name, amount in amounts.items():
@@ -155,7 +163,8 @@ class BulkPods:
                 for resource, text in requests.items():
                     if type(text) is not str or type(resource) is not str:
                         return False
-                    amount = quantities.get((resource, text))
+                    memo = quantities.get(resource)
+                    amount = memo.get(text) if memo else None
                     if amount is None:
                         amount = self._amount(resource, text)
                         if amount is None:
@@ -178,6 +187,73 @@ class BulkPods:
         self._pods[key] = (row, amounts)
         self._rows.append(row)
         self._amounts.append(amounts)
+        return True
+
+    def node(self, obj: dict) -> bool:
+        """Apply `obj` (a dict of kind Node) if it is a new node with plain fields, exactly as
+        records.parse_node and ClusterCache.apply would; False leaves it untouched."""
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        if type(meta) is not dict or (spec is not None and type(spec) is not dict) \
+                or (status is not None and type(status) is not dict):
+            return False
+        name, labels = meta.get("name"), meta.get("labels")
+        if type(name) is not str or not name or name in self._cache._rows:
+            return False  # a row already there (pods came first, or a node listed twice)
+        if labels is None:
+            labels = {}
+        elif type(labels) is not dict:
+            return False
+        for key, value in labels.items():
+            if type(key) is not str or type(value) is not str:
+                return False
+        spec = spec or {}
+        taints = []
+        listed = spec.get("taints")
+        if listed is not None and type(listed) is not list:
+            return False
+        for taint in listed or ():
+            if type(taint) is not dict or not taint.get("key"):
+                return False
+            taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), str(taint.get("effect") or "")))
+        allocatable = (status or {}).get("allocatable")
+        if allocatable is not None and type(allocatable) is not dict:
+            return False
+        key = tuple(allocatable.items()) if allocatable else ()
+        for resource, text in key:  # only text is memoized: 1 == 1.0 == True as keys
+            if type(resource) is not str or type(text) is not str:
+                return False
+        columns = self._allocatable.get(key)
+        if columns is None:
+            try:
+                parsed = node_allocatable(allocatable)
+            except ResourceListError:
+                return False
+            column = self._cache._column  # in the list's order, as apply() adds them
+            columns = [(column(resource), amount) for resource, amount in parsed.items()]
+            if len(self._allocatable) >= _MEMO_SIZE:
+                self._allocatable.clear()
+            self._allocatable[key] = columns
+        node_class = NodeClass(
+            labels=tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL)),
+            taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
+            unschedulable=bool(spec.get("unschedulable")),
+        )
+        hostname, zone = labels.get(HOSTNAME_LABEL), zone_key(labels)
+        cache = self._cache
+        with cache._lock:
+            row = cache._row(name)
+            class_id = cache._acquire_class(node_class)
+            cache._tree.add(zone, name, row)
+            cache._order = None
+            cache._hostnames = None
+            cache._row_nodes[row] = _NodeState(zone, class_id, hostname)
+            cache._row_class[row] = class_id
+            cache._row_hostnames[row] = hostname
+            values = cache._allocatable[row]
+            values[:] = 0
+            for column, amount in columns:
+                values[column] = amount
+            cache._changed()
         return True
 
     def flush(self) -> None:

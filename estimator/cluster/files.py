@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from estimator.cluster import gccontrol, statecache
-from estimator.cluster.bulkload import BulkPods
+from estimator.cluster.bulkload import BulkLoader
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import ObjectFileError, iter_objects
 from estimator.core.errors import StateLoadError
@@ -48,14 +48,17 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache
     reference the bulk path is tested against)."""
     ignored: Counter[str] = Counter()
     loaded = 0
-    # Most pods take the bulk path; the rest, and every other kind, are applied per record
-    # once the bulk path's pending sums are in the arrays.
-    pods = BulkPods(cache)
-    fast = pods.pod if bulk else (lambda obj: False)
+    # Most pods and nodes take the bulk path; the rest, and every other kind, are applied
+    # per record once the bulk path's pending sums are in the arrays.
+    loader = BulkLoader(cache)
+    fast = {"Pod": loader.pod, "Node": loader.node} if bulk else {}
     for index, obj in enumerate(objects):
-        if type(obj) is dict and obj.get("kind") == "Pod" and fast(obj):
-            loaded += 1
-            continue
+        if type(obj) is dict:
+            kind = obj.get("kind")
+            take = fast.get(kind) if type(kind) is str else None
+            if take is not None and take(obj):
+                loaded += 1
+                continue
         if not isinstance(obj, dict):
             raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, got {type(obj).__name__}")
         kind = obj.get("kind")
@@ -68,12 +71,12 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache
             record = parse_object(kind, obj)
         except (ValueError, QuantityError, TypeError, AttributeError) as err:
             raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
-        pods.flush()
+        loader.flush()
         cache.apply(kind, record)
         if recorder is not None:
             recorder.note(kind, obj, record)
         loaded += 1
-    pods.flush()
+    loader.flush()
     if loaded == 0 and not ignored:
         raise StateLoadError(f"{path}: no Kubernetes objects in the file (it is empty)")
     if ignored:

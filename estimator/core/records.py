@@ -41,6 +41,15 @@ def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
     return parse_resource_list(resource_list, where, keep, allow_negative=False)
 
 
+def node_allocatable(resource_list: Any) -> dict[str, int]:
+    """A node's status.allocatable: pods and the counted resources, as ints."""
+    return _quantities(resource_list, "status.allocatable", _allocatable_kept)
+
+
+def _allocatable_kept(name: str) -> bool:
+    return name == PODS or is_counted(name)
+
+
 @dataclass(frozen=True)
 class _ParsedNode:
     name: str
@@ -59,9 +68,7 @@ def parse_node(obj: Any) -> _ParsedNode:
         if not isinstance(taint, dict) or not taint.get("key"):
             raise ValueError(f"spec.taints: {taint!r} has no key")
         taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), str(taint.get("effect") or "")))
-    allocatable = _quantities(
-        (obj.get("status") or {}).get("allocatable"), "status.allocatable", lambda n: n == PODS or is_counted(n)
-    )
+    allocatable = node_allocatable((obj.get("status") or {}).get("allocatable"))
     node_class = NodeClass(
         labels=tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL)),
         taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),

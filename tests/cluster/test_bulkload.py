@@ -19,7 +19,7 @@ import yaml
 
 from benchmarks.members import MemberSpec, generate
 from estimator.cluster import files, statecache
-from estimator.cluster.bulkload import BulkPods, quantity_int
+from estimator.cluster.bulkload import BulkLoader, quantity_int
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import iter_objects
 from estimator.core.errors import StateLoadError
@@ -144,6 +144,18 @@ def awkward_items():
         pod("ghost", "n1", {"cpu": "2"}),  # moves off the node-less row, which is freed
         pod("reuse", "other", {"cpu": "1"}),  # takes the freed row
         pod("pending", "n1", {"cpu": "2"}),  # no longer unschedulable
+        node("n4", {"cpu": "4", "memory": "1e3", "pods": "10", "example.com/dev": "2", "foo": "1", "hugepages-2Mi": "1Gi"},
+             labels={"failure-domain.beta.kubernetes.io/zone": "old", "topology.kubernetes.io/region": "r"}),
+        node("n5", {"cpu": "4", "memory": "1e3", "pods": "10", "example.com/dev": "2", "foo": "1", "hugepages-2Mi": "1Gi"},
+             spec={"taints": [{"key": "b", "effect": "NoExecute"}, {"key": "a", "value": "1", "effect": "NoSchedule"}],
+                   "unschedulable": True}),
+        node("n6", None, labels={"pool": "a"}),
+        {"kind": "Node", "metadata": {"name": "bare"}},
+        {"kind": "Node", "metadata": {"name": "int-label", "labels": {"n": 1}}, "status": {"allocatable": {"cpu": 2}}},
+        {"kind": "Node", "metadata": {"name": "no-alloc"}, "spec": None, "status": {}},
+        node("n1", {"cpu": "8", "memory": "32Gi", "pods": "110"}, labels={"pool": "a"}),  # a heartbeat
+        node("n6", {"cpu": "2", "memory": "4Gi", "pods": "20"}, labels={"pool": "b"}),  # changes
+        node("gone", {"cpu": "1", "pods": "5"}),  # after its pods
         {"kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "ns"},
          "status": {"hard": {"cpu": "10"}, "used": {"cpu": "4"}}},
         {"kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}},
@@ -164,14 +176,17 @@ def test_awkward_objects_load_the_same_both_ways(tmp_path):
 
 def test_the_bulk_path_takes_the_common_pods_and_declines_the_rest(tmp_path):
     cache = ClusterCache()
-    bulk = BulkPods(cache)
+    bulk = BulkLoader(cache)
     assert bulk.pod(pod("plain", "n1"))
     assert bulk.pod(pod("done", "n1", status={"phase": "Succeeded"}))
-    declined = [item for item in awkward_items() if item.get("kind") == "Pod" and not BulkPods(ClusterCache()).pod(item)]
+    declined = [item for item in awkward_items() if item.get("kind") == "Pod" and not BulkLoader(ClusterCache()).pod(item)]
     names = {item["metadata"]["name"] for item in declined}
     assert {"sidecar", "overhead", "pod-level", "pending", "ready", "default-ns"} <= names
     assert "odd" not in names  # quantities not in plain form go through the exact parser
     assert not bulk.pod(pod("plain", "n2"))  # held already
+    assert bulk.node(node("n2")) and not bulk.node(node("n2"))  # the second: a heartbeat, per record
+    assert not bulk.node(node("n1"))  # its pods made its row first
+    assert not bulk.node({"kind": "Node", "metadata": {"name": "x", "labels": {"n": 1}}})
     bulk.flush()
     assert bulk.applied == 1
 
@@ -211,6 +226,14 @@ def test_a_generated_benchmark_member_loads_the_same_both_ways(tmp_path):
 
 
 @pytest.mark.parametrize("bad, message", [
+    ({"kind": "Node", "metadata": {"name": "t"}, "spec": {"taints": 5}}, "not iterable"),
+    ({"kind": "Node", "metadata": {"name": "t"}, "spec": {"taints": [{"effect": "NoSchedule"}]}}, "has no key"),
+    ({"kind": "Node", "metadata": {"name": "t"}, "status": {"allocatable": {"cpu": "-1"}}}, "negative"),
+    ({"kind": "Node", "metadata": {"name": "t"}, "status": {"allocatable": {"pods": True}}}, "pods"),
+    ({"kind": "Node", "metadata": {"name": "t"}, "status": {"allocatable": {"cpu": ["1"]}}}, "cpu"),
+    ({"kind": "Node", "metadata": {"name": "t", "labels": ["a"]}}, "metadata.labels"),
+    ({"kind": "Node", "metadata": {}}, "metadata.name"),
+    ({"kind": ["Node"], "metadata": {"name": "x"}}, "has no kind"),
     (pod("neg", "n1", {"cpu": "-1"}), "negative"),
     (pod("word", "n1", {"memory": "lots"}), "is not a quantity"),
     (pod("huge", "n1", {"memory": "99999999999999999999"}), "out of range"),
