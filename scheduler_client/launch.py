@@ -12,11 +12,13 @@ machine). The child runs the same `karmada-estimator` main with the same flags.
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,10 +59,24 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
 
+_handed_out: collections.deque[int] = collections.deque(maxlen=1000)  # recent ones suffice
+_handed_out_lock = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on now, and none of the last 1000 this process handed out.
+
+    Ports are picked before any estimator binds them, and the kernel may pick the same free
+    port for two bind(0) calls (a 28-port draw repeated one in 3% of tries), so the ports
+    already handed out are skipped."""
+    with _handed_out_lock:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.append(port)
+                return port
 
 
 @dataclass
