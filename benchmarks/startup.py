@@ -204,17 +204,20 @@ def size_runs(nodes: int, repeats: int, cache_dir: str, log_dir: Path) -> dict:
 
     path, stats = members.ensure(members.MemberSpec(nodes))
     starts = []
-    # A fresh --objects-cache: the first start parses the member file (and saves its state),
-    # the `repeats` after it read the state back; each start's log says which it did.
+    # The first start parses the member file with `--objects-cache off`; the second parses it
+    # into a fresh --objects-cache (and saves its state there), the `repeats` after it read the
+    # state back; each start's log says whether it parsed.
     objects_cache = tempfile.mkdtemp(prefix=f"objects-cache-{nodes}-", dir=log_dir)
-    for i in range(1 + repeats):
-        server = Server(f"bench-{nodes}", path, "best", cache_dir, log_dir, objects_cache)
+    for i in range(2 + repeats):
+        server = Server(f"bench-{nodes}", path, "best", cache_dir, log_dir, "off" if i == 0 else objects_cache)
         load = _load()
         phases = server.start()
+        if i == 1 and phases.get("objects") == "parsed":
+            phases["objects"] = "saved"
         pid = server.est.process.pid
         phases["cpu_at_ready_s"] = _pid_cpu(pid)
         phases["load"] = load
-        if i <= 1:  # memory once per kind of start (parsed, from the cache)
+        if i <= 2:  # memory once per kind of start (parsed, parsed and saved, from the cache)
             _estimates(server.address, f"bench-{nodes}")
             time.sleep(0.5)
             phases["status_mb"] = _status(pid)
@@ -224,7 +227,7 @@ def size_runs(nodes: int, repeats: int, cache_dir: str, log_dir: Path) -> dict:
         starts.append(phases)
         print(nodes, phases, flush=True)
     by = {}
-    for how in ("parsed", "cache"):
+    for how in ("parsed", "saved", "cache"):
         runs = [s for s in starts if s.get("objects") == how]
         if runs:
             by[how] = {"ready_median_s": statistics.median(s["ready_s"] for s in runs),
@@ -320,7 +323,7 @@ def loader_runs(nodes: int) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.startup", description=__doc__.splitlines()[0])
     p.add_argument("--nodes", default="1000,10000,50000", help="member sizes for warm ready and RSS ('' for none)")
-    p.add_argument("--repeats", type=int, default=3, help="starts per size after the first (which parses the member file); they read --objects-cache")
+    p.add_argument("--repeats", type=int, default=3, help="starts per size after the first two (which parse the member file: with --objects-cache off, then into a fresh cache); they read --objects-cache")
     p.add_argument("--skip-demo", action="store_true", help="leave out the cold/warm demo runs")
     p.add_argument("--skip-imports", action="store_true", help="leave out the per-import memory table")
     p.add_argument("--watch-nodes", default="", help="member sizes for watch mode against the fake API server "
