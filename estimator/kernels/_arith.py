@@ -39,7 +39,10 @@ def capped_quotient(cap: int, a: int, r: int) -> int:
 def row_fit(available: np.ndarray, n: int, request: np.ndarray, cap: int) -> int:
     """min(cap, fit of `request` on node n); 0 as soon as a column cannot hold one unit."""
     f = cap
-    for k in range(available.shape[1]):
+    # Last column first: the extended resources (GPUs) come after pods, cpu and memory,
+    # and most nodes a GPU component walks past have none, so their visit ends at once.
+    for j in range(available.shape[1]):
+        k = available.shape[1] - 1 - j
         r = request[k]
         if r > 0:
             a = available[n, k]

@@ -40,6 +40,8 @@ own order with two components of a few replicas each (Flink, PyTorchJob) goes to
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ._arrays import Packing, problem, readonly
@@ -302,6 +304,7 @@ def _first_fit(
     upper: int,
     placement: np.ndarray,
     info: np.ndarray,
+    mark: np.ndarray,
 ) -> int:
     """Pack sets until one fails or `upper` are placed; return how many were complete.
 
@@ -310,7 +313,9 @@ def _first_fit(
     Consumes `available`; adds complete sets only to `placement` (zeroed by the caller);
     info[0] = the component that could not complete a set (left as is if none); info[1] +=
     the work done: nodes visited by every walk (hand sets and bulk steps), a deterministic
-    measure of the kernel's cost that best mode's budget counts in.
+    measure of the kernel's cost that best mode's budget counts in. mark: int64 scratch of
+    at least the node count, any content (the caller's per-thread buffer: no node-sized
+    allocation per call).
     """
     n_req, n_cols = requests.shape
     n_nodes = available.shape[0]
@@ -325,11 +330,12 @@ def _first_fit(
     start_held = np.zeros(n_req, np.int64)
     demand = np.empty((n_comp, n_cols), np.int64)
     movers = np.empty(n_comp, np.int64)
-    mark = np.zeros(n_nodes, np.int64)  # stationary nodes of the step with that stamp
+    mark[:n_nodes] = 0  # stationary nodes of the step with that stamp
     stamp = 0
     wait = 0  # hand sets before the next bulk step is tried
     backoff = 0
     sets = 0
+    work = 0  # node visits of the sets by hand, kept in a register (stores to arrays are reloads' barriers)
     while sets < upper:
         for i in range(n_comp):
             c = order[i]
@@ -357,12 +363,13 @@ def _first_fit(
                         if remaining == 0:
                             break  # this node may fit more: the next walk starts here
                 p += 1
-            info[1] += p - start_at[c] + 1
+            work += p - start_at[c] + 1
             pointer[c] = p
             if remaining > 0:
                 # The partial set's consumption stays in `available`, as in Go.
                 _unplace(replicas, order, node_order, lengths, i, start_at, start_held, pointer, placement)
                 info[0] = c
+                info[1] += work
                 return sets
             if used > 1:
                 single[c] = -2
@@ -382,7 +389,19 @@ def _first_fit(
         # one to the next, a few per node), try less often, up to every 64th set.
         backoff = 0 if got >= _WORTH_IT else min(2 * backoff + 1, _MAX_BACKOFF)
         wait = backoff
+    info[1] += work
     return sets
+
+
+_SCRATCH = threading.local()  # per thread: the estimator answers on several gRPC threads
+
+
+def _mark(n_nodes: int) -> np.ndarray:
+    """This thread's `_first_fit` scratch, at least n_nodes long (grown, never shrunk)."""
+    mark = getattr(_SCRATCH, "mark", None)
+    if mark is None or mark.shape[0] < n_nodes:
+        mark = _SCRATCH.mark = np.zeros(max(n_nodes, 1), dtype=np.int64)
+    return mark
 
 
 def pack(available, requests, replicas, masks, order, node_order, lengths, upper) -> Packing:
@@ -400,26 +419,30 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
         upper,
         placement,
         info,
+        _mark(available.shape[0]),
     )
-    return Packing(int(sets), placement, limiting=int(info[0]), work=int(info[1]))
+    limiting, work = info.tolist()
+    return Packing(sets, placement, -1, limiting, work)
 
 
 def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
     """Karmada's order (components as given, nodes by index) on validated arrays: the
     two-component kernel where it applies (`firstfit_pair.pair_components`), else the
-    general one."""
-    if not replicas.any():
+    general one. On every request's path: Python lists for the tiny arrays' tests, no
+    numpy reductions."""
+    counts = replicas.tolist()
+    if not any(counts):
         # Every set is empty and "fits"; Go would loop to its bound, we answer it directly.
         return Packing(upper, np.zeros(masks.shape, dtype=np.int64))
-    pair = pair_components(requests, replicas) if available.shape[0] > 0 else None
+    pair = pair_components(requests, counts) if available.shape[0] > 0 else None
     if pair is not None:
         # Two components (Flink, PyTorchJob): the cheaper set by hand of `firstfit_pair`.
-        first, second = pair
         placement = np.zeros(masks.shape, dtype=np.int64)
         info = np.array([-1, 0], dtype=np.int64)
-        sets = pair_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), first,
-                              second, upper, placement, info)
-        return Packing(int(sets), placement, limiting=int(info[0]), work=int(info[1]))
+        sets = pair_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), pair[0],
+                              pair[1], upper, placement, info)
+        limiting, work = info.tolist()
+        return Packing(sets, placement, -1, limiting, work)
     return general_first_fit(available, requests, replicas, masks, upper)
 
 

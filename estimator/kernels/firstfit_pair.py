@@ -58,14 +58,16 @@ _FEW_REQUEST = 2**59 - 1
 _FEW_WANT, _FEW_B = 2**20, 2**40  # a product of the two stays below 2**60
 
 
-def pair_components(requests: np.ndarray, replicas: np.ndarray) -> tuple[int, int] | None:
+def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> tuple[int, int] | None:
     """The two components with replicas > 0, in order, if `pair_first_fit` takes the
-    problem (at most MAX_COLUMNS columns, _FEW replicas, _FEW_REQUEST per request); else None."""
-    counts = replicas.tolist()
+    problem (at most MAX_COLUMNS columns, _FEW replicas, _FEW_REQUEST per request); else None.
+    `replicas` may be given as a list (the dispatch has one): Python on these tiny arrays
+    costs less than numpy's reductions."""
+    counts = replicas if isinstance(replicas, list) else replicas.tolist()
     active = [c for c, r in enumerate(counts) if r > 0]
     if len(active) != 2 or not 1 <= requests.shape[1] <= MAX_COLUMNS or max(counts) > _FEW:
         return None
-    if int(requests.max()) > _FEW_REQUEST:
+    if max(max(row) for row in requests.tolist()) > _FEW_REQUEST:
         return None
     return active[0], active[1]
 
