@@ -128,11 +128,11 @@ class BulkLoader:
         if node is not None and type(node) is not str:
             return False
         live = self._unschedulable.get(namespace)
-        key = (namespace, name)
-        if (live and name in live) or key in self._pods:
+        if live and name in live:
             return False  # replaces an earlier state: the per-record path does that
+        key = (namespace, name)
         if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
-            return True  # not counted, and nothing held before: the cache stays as it is
+            return key not in self._pods  # not counted, and nothing held before: nothing changes
         # The requests, as podrequests._simple_requests reads them; anything else declines.
         if spec.get("initContainers") or spec.get("resources") or spec.get("overhead") is not None:
             return False
@@ -181,10 +181,15 @@ class BulkLoader:
         for _, amount in amounts:
             if amount > MAX_INT64:  # saturates: the per-record path clamps it
                 return False
+        pods = self._pods
         row = self._cache._rows.get(node)
         if row is None:
+            if key in pods:
+                return False  # (before a row is made: the per-record path may free one first)
             row = self._cache._row(node)
-        self._pods[key] = (row, amounts)
+        value = (row, amounts)
+        if pods.setdefault(key, value) is not value:
+            return False  # held already (and left as it was): the per-record path replaces it
         self._rows.append(row)
         self._amounts.append(amounts)
         return True

@@ -115,18 +115,20 @@ def iter_items(raw: bytes, spans: list[tuple[int, int]], per_slice: int = ITEMS_
 # need cuts only every megabyte or so, and a cut can be proved instead of computed: if the
 # bytes from one item boundary to a candidate comma parse as `[` + bytes + `]`, they are whole
 # items at the array's depth (JSON is read the same from that state whether inside the
-# document or inside the slice), so the comma is the next boundary too. A candidate that does
-# not parse (a comma between nested objects) is passed over for the next one.
+# document or inside the slice), so the comma is the next boundary too. Candidates are the
+# bytes seen between the first two items (`},{`, or `},` + newline and the items' indent in
+# kubectl's output, which nested objects do not share); one that does not parse is passed
+# over for the next.
 
 SLICE_BYTES = 1 << 20
-_HEAD_BYTES = 1 << 16  # the `items` key is looked for this far into the document
-_CANDIDATE = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")  # a comma between two objects
-_MAX_MISSES = 64  # candidates passed over in a document before parsing the rest whole
+_HEAD_BYTES = 1 << 16  # the `items` key and the first boundary are looked for this far in
+_MAX_MISSES = 64  # candidates passed over before the byte scan takes over
 _TAIL_TRIES = 16  # closing brackets tried from the end of the document
 
 
-def _items_opener(head: bytes) -> int | None:
-    """Where the first top-level `"items": [` array opens in `head` (a document's beginning)."""
+def _items_opener(head: bytes) -> tuple[int, bytes | None] | None:
+    """(where the first top-level `"items": [` array opens in `head`, a document's beginning;
+    the bytes from the end of its first item to the start of the second when both are objects)."""
     codes = _CLASSES[np.frombuffer(head, dtype=np.uint8)]
     positions = np.flatnonzero(codes)
     classes = codes[positions]
@@ -142,20 +144,30 @@ def _items_opener(head: bytes) -> int | None:
     depth_after = np.cumsum(step, dtype=np.int32)
     for i in np.flatnonzero((chars == _OPEN) & (depth_after == 2)).tolist():
         if head[structural[i]] == ord("[") and _is_items_key(head, int(structural[i])):
-            return int(structural[i])
+            commas = np.flatnonzero((chars[i:] == _COMMA) & (depth_after[i:] == 2))
+            separator = None
+            if len(commas) and not (depth_after[i:i + commas[0]] < 2).any():
+                comma = int(structural[i + commas[0]])
+                before, after = head[:comma].rstrip(_WHITESPACE), head[comma + 1:].lstrip(_WHITESPACE)
+                if before.endswith(b"}") and after.startswith(b"{"):
+                    separator = head[len(before) - 1:len(head) - len(after) + 1]
+            return int(structural[i]), separator
     return None
 
 
 def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterator[Any]] | None:
     """(the document without its items, an iterator over the items, parsed about
-    `slice_bytes` at a time) for a JSON object whose top-level `items` is an array; None when
-    the document does not look like that (the caller then uses split_items). The iterator
-    raises orjson.JSONDecodeError if the document is not valid JSON."""
+    `slice_bytes` at a time) for a JSON object whose top-level `items` is an array of objects;
+    None when the document does not look like that (the caller then uses split_items). The
+    iterator raises orjson.JSONDecodeError if the document is not valid JSON."""
     first = _NOT_WHITESPACE.search(raw)
     if first is None or first.group() != b"{":
         return None
-    begin = _items_opener(raw[:_HEAD_BYTES])
-    if begin is None or b'"items"' in raw[:raw.rfind(b'"items"', 0, begin)]:
+    found = _items_opener(raw[:_HEAD_BYTES])
+    if found is None:
+        return None
+    begin, separator = found
+    if separator is None or b'"items"' in raw[:raw.rfind(b'"items"', 0, begin)]:
         return None
     end = len(raw)
     for _ in range(_TAIL_TRIES):  # the array's closing bracket: the last one the rest parses with
@@ -168,33 +180,40 @@ def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterat
             continue
         if not isinstance(rest, dict) or rest.get("items") != [] or b'"items"' in raw[end:]:
             return None
-        return rest, _slices(raw, begin + 1, end, rest, slice_bytes or SLICE_BYTES)
+        return rest, _slices(raw, begin + 1, end, rest, separator, slice_bytes or SLICE_BYTES)
     return None
 
 
-def _slices(raw: bytes, start: int, end: int, rest: dict, slice_bytes: int) -> Iterator[Any]:
+def _slices(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
+            slice_bytes: int) -> Iterator[Any]:
     yielded, misses = 0, 0
     boundary = start  # always just after the `[` or a comma between items
     search_from = boundary + slice_bytes
+    comma_at = separator.index(b",")
     while True:
-        candidate = _CANDIDATE.search(raw, search_from, end) if search_from < end else None
-        cut = raw.index(b",", candidate.start()) if candidate else end
+        found = raw.find(separator, search_from, end) if search_from < end else -1
+        cut = found + comma_at if found >= 0 else end
         try:
             items = orjson.loads(b"[" + raw[boundary:cut] + b"]")
         except orjson.JSONDecodeError:
             misses += 1
-            if candidate is None or misses > _MAX_MISSES:
+            if found < 0 or misses > _MAX_MISSES:
                 break  # the last slice did not parse, or cuts are hard to find here
-            search_from = candidate.end() - 1
+            search_from = found + 1
             continue
         yield from items
         yielded += len(items)
-        if candidate is None:
+        if found < 0:
             return  # the last slice parsed up to the closing bracket: `end` was right
         boundary = cut + 1
         search_from = boundary + slice_bytes
-    # The items yielded so far are the document's first ones (each slice was proved); the
-    # rest come from parsing the whole document, which raises if it is not valid JSON.
+    # The items yielded so far are the document's first ones (each slice was proved). The
+    # rest: at boundaries from the byte scan, or from the whole document parsed (which
+    # raises if it is not valid JSON).
+    split = split_items(raw)
+    if split is not None and split[0] == rest and len(split[1]) >= yielded:
+        yield from iter_items(raw, split[1][yielded:])
+        return
     document = orjson.loads(raw)
     if not isinstance(document, dict) or not isinstance(document.get("items"), list) \
             or {k: v for k, v in document.items() if k != "items"} != {k: v for k, v in rest.items() if k != "items"}:

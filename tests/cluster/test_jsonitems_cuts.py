@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -48,9 +49,39 @@ def test_iter_objects_takes_the_cut_slices(tmp_path, monkeypatch):
     assert list(iter_objects(_write(tmp_path, text), stream_from=0)) == parse_objects(text)
 
 
+def test_kubectl_indentation_tells_item_boundaries_from_nested_ones(monkeypatch):
+    document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": _nested_items(random.Random(3), 400)}
+    raw = json.dumps(document, indent=4).encode()
+    parses = []
+
+    def loads(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            parses.append("missed")
+            raise
+        finally:
+            parses.append(len(text))
+
+    monkeypatch.setattr(jsonitems, "orjson", SimpleNamespace(loads=loads, JSONDecodeError=orjson.JSONDecodeError))
+    rest, items = jsonitems.list_items(raw, 2000)
+    assert list(items) == document["items"]
+    assert "missed" not in parses and len(parses) > 50  # many slices, no candidate passed over
+
+
+def test_a_hard_to_cut_document_goes_on_at_the_byte_scans_boundaries(monkeypatch):
+    # Compact: every nested `},{` is a candidate; with no misses allowed the scan takes over.
+    document = {"kind": "List", "items": _nested_items(random.Random(4), 200)}
+    raw = json.dumps(document, separators=(",", ":")).encode()
+    monkeypatch.setattr(jsonitems, "_MAX_MISSES", 0)
+    rest, items = jsonitems.list_items(raw, 100)
+    assert list(items) == document["items"]
+
+
 @pytest.mark.parametrize("raw", [
     b'[{"kind": "Node"}]', b'{"kind": "NodeList"}', b'{"kind": "NodeList", "items": null}',
     b'{"kind": "NodeList", "items": [{"a": 1}]', b'  ', b'{"kind": "NodeList", "items": 3, "x": []}',
+    b'{"kind": "List", "items": ["a", "b"]}', b'{"kind": "List", "items": [{"a": 1}]}',
 ])
 def test_other_shapes_are_left_to_the_other_readers(raw):
     assert jsonitems.list_items(raw) is None
