@@ -1,18 +1,20 @@
-"""The common pods of an object file, applied to a fresh ClusterCache in bulk.
+"""The common pods and nodes of an object file, applied to a fresh ClusterCache in bulk.
 
 A member file is mostly pods: bound, no conditions, app containers whose resources are
 plain maps of quantity strings. For those, the per-record path (records.pod_record, then
 ClusterCache.apply) builds a record, takes the lock and updates numpy cells one at a
-time, tens of microseconds a pod. Here such a pod costs a few dict look-ups: its requests
-come from memos of the quantities and of whole request sets, its row and columns from the
-cache's own tables, and the request sums are added to the arrays a batch at a time.
+time, tens of microseconds a pod. Here such a pod costs a few dict look-ups: its amounts
+come from a memo of the quantities, its row and columns from the cache's own tables, and
+the request sums are added to the arrays a batch at a time (`flush`). A new node with plain
+labels, taints and allocatable is applied directly, its allocatable parsed once per
+distinct list.
 
 Anything else (other kinds, init containers, pod-level resources, overhead, conditions, a
-pod already held, a quantity not in plain integer form, anything malformed, sums past
-int64) is declined, and the caller applies it per record, after `flush()`: the per-record
-path stays the one judge of bad input and writes the same messages. The state that results
-is the per-record path's, cell for cell and table for table
-(tests/cluster/test_bulkload.py holds it to that).
+pod or node already held, non-string values, anything malformed, sums past int64) is
+declined, and the caller applies it per record, after `flush()`: the per-record path stays
+the one judge of bad input and writes the same messages. The state that results is the
+per-record path's, cell for cell and table for table (tests/cluster/test_bulkload.py holds
+it to that).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import numpy as np
 from estimator.cluster.cache import ClusterCache, _NodeState
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.core.records import node_allocatable, zone_key
-from estimator.core.resources import CPU, MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int
+from estimator.core.resources import (
+    MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int, uses_milli_units,
+)
 
 # Plain quantities: digits and an optional SI suffix, the forms kubectl prints. Others go
 # to resources.quantity_to_int, the exact parser, which this one agrees with.
@@ -47,18 +51,19 @@ def quantity_int(name: str, text: str) -> int:
         return quantity_to_int(name, text)
     number, suffix = match.groups()
     if suffix == "m":
-        value = int(number) if name == CPU else -(-int(number) // 1000)  # Value() rounds up
+        value = int(number) if uses_milli_units(name) else -(-int(number) // 1000)  # Value() rounds up
     else:
-        value = int(number) * _SCALE[suffix] * (1000 if name == CPU else 1)
+        value = int(number) * _SCALE[suffix] * (1000 if uses_milli_units(name) else 1)
     if value > MAX_INT64:
         return quantity_to_int(name, text)  # raises with its own message
     return value
 
 
 class BulkLoader:
-    """Feeds the common pods of a load into `cache`; `pod(obj)` is False for the others,
-    which the caller then applies per record, after `flush()`. Only for a cache no one else
-    uses yet (a load in progress): the pending sums are not in the arrays until `flush()`."""
+    """Feeds the common pods and nodes of a load into `cache`; `pod(obj)` and `node(obj)` are
+    False for the others, which the caller then applies per record, after `flush()`. Only for
+    a cache no one else uses yet (a load in progress): the pending sums are not in the arrays
+    until `flush()`."""
 
     def __init__(self, cache: ClusterCache) -> None:
         self._cache = cache

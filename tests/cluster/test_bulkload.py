@@ -262,7 +262,7 @@ def test_plain_quantities_agree_with_the_exact_parser():
              "999999999999999999", "9223372036854775807m", "1.5", "-1", "+2", "1e3", "1x", "", " 1", "1 ", "1mi"]
     texts += [f"{rng.randrange(10 ** rng.randrange(1, 19))}{rng.choice(['', 'm', 'k', 'M', 'G', 'Ki', 'Mi', 'Gi', 'Ti'])}"
               for _ in range(3000)]
-    for name in ("cpu", "memory", "nvidia.com/gpu"):
+    for name in ("cpu", "memory", "nvidia.com/gpu", "requests.cpu", "limits.memory"):
         for text in texts:
             try:
                 expected = quantity_to_int(name, text)
