@@ -55,7 +55,8 @@ MIN_BYTES = 4 << 20
 # Modules whose code decides what state a file loads into; a change to any of them makes
 # every entry stale.
 LOADER_MODULES = (
-    "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles", "estimator.cluster.jsonitems",
+    "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles",
+    "estimator.cluster.jsonitems",
     "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.statecache",
     "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
     "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",
@@ -158,9 +159,12 @@ def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, d
     pod_row = np.fromiter(map(itemgetter(0), pod_values), dtype=np.int64, count=len(pods))
     pod_amount_tuples = list(map(itemgetter(1), pod_values))
     namespaces = {ns: i for i, ns in enumerate(dict.fromkeys(pod_namespaces))}
-    amounts = {a: i for i, a in enumerate(dict.fromkeys(pod_amount_tuples))}
     pod_ns = np.fromiter(map(namespaces.__getitem__, pod_namespaces), dtype=np.int32, count=len(pods))
-    pod_amounts = np.fromiter(map(amounts.__getitem__, pod_amount_tuples), dtype=np.int32, count=len(pods))
+    # Numbered in order of first use, one hash of each (tuple hashes are not cached).
+    amounts: dict = {}
+    number = amounts.setdefault
+    pod_amounts = np.fromiter(map(lambda a: number(a, len(amounts)), pod_amount_tuples), dtype=np.int32,
+                              count=len(pods))
     del pod_namespaces, pod_amount_tuples
     meta = {
         "format": FORMAT_VERSION, "loader": loader_tag(), "files": keys,
