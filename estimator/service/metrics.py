@@ -41,6 +41,19 @@ class _Family:
         self.name, self.doc, self.labels, self.bounds = name, doc, labels, bounds
 
 
+def _cell_in(store: dict, family: _Family, labels: tuple[str, ...]) -> list:
+    cell = store.get((family, labels))
+    if cell is None:
+        cell = store[(family, labels)] = [0] * (1 if family.bounds is None else len(family.bounds) + 2)
+    return cell
+
+
+def _observe_in(store: dict, family: _Family, value: float, labels: tuple[str, ...]) -> None:
+    cell = _cell_in(store, family, labels)
+    cell[bisect.bisect_left(family.bounds, value)] += 1  # the first bucket with value <= bound
+    cell[-1] += value
+
+
 class _RequestPathMetrics:
     """Counters and histograms observed on the request path, as prometheus_client's would
     export them, at a fraction of the cost: each serving thread adds to its own plain
@@ -58,25 +71,24 @@ class _RequestPathMetrics:
         self.families.append(family)
         return family
 
-    def _cell(self, family: _Family, labels: tuple[str, ...]) -> list:
+    def store(self) -> dict:
+        """This thread's cells, by (family, labels)."""
         try:
-            store = self._local.store
+            return self._local.store
         except AttributeError:
             store = self._local.store = {}
             with self._lock:
                 self._stores.append(store)
-        cell = store.get((family, labels))
-        if cell is None:
-            cell = store[(family, labels)] = [0] * (1 if family.bounds is None else len(family.bounds) + 2)
-        return cell
+            return store
+
+    def _cell(self, family: _Family, labels: tuple[str, ...]) -> list:
+        return _cell_in(self.store(), family, labels)
 
     def inc(self, family: _Family, *labels: str) -> None:
         self._cell(family, labels)[0] += 1
 
     def observe(self, family: _Family, value: float, *labels: str) -> None:
-        cell = self._cell(family, labels)
-        cell[bisect.bisect_left(family.bounds, value)] += 1  # the first bucket with value <= bound
-        cell[-1] += value
+        _observe_in(self.store(), family, value, labels)
 
     def describe(self):
         return []
@@ -161,6 +173,27 @@ class EstimatorMetrics:
         else:
             self.hot.inc(self.sets_answers, packing, "unproven")
             self.hot.observe(self.sets_bound_gap, (bound - sets) / bound, packing)
+
+    def observe_sets_answer(self, packing: str, sets: int, bound: int | None, durations: dict[str, float] | None,
+                            started: float) -> None:
+        """A component-set answer's metrics, as observe_plugins (when plugins ran: `durations`),
+        observe_optimality and observe_request(success) in turn, with one look-up of this
+        thread's cells instead of one per observation."""
+        store = self.hot.store()
+        if durations:
+            _observe_in(store, self.extension_point_duration, sum(durations.values()), (EXTENSION_COMPONENTS,))
+            for plugin, seconds in durations.items():
+                _observe_in(store, self.plugin_duration, seconds, (plugin, EXTENSION_COMPONENTS))
+        if bound is None:
+            _cell_in(store, self.sets_answers, (packing, "unknown"))[0] += 1
+        elif sets >= bound:
+            _cell_in(store, self.sets_answers, (packing, "proven"))[0] += 1
+        else:
+            _cell_in(store, self.sets_answers, (packing, "unproven"))[0] += 1
+            _observe_in(store, self.sets_bound_gap, (bound - sets) / bound, (packing,))
+        kind = TYPE_MAX_AVAILABLE_COMPONENT_SETS
+        _cell_in(store, self.requests, ("success", kind))[0] += 1
+        _observe_in(store, self.algorithm_latency, time.perf_counter() - started, ("success", kind, STEP_TOTAL))
 
     def observe_request(self, kind: str, ok: bool, started: float) -> None:
         result = "success" if ok else "error"

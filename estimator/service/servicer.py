@@ -146,11 +146,10 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             estimate = self.estimator.max_available_component_sets(query)
         except Exception as error:  # noqa: BLE001
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
-        if estimate.outcome is not None and estimate.outcome.durations:
-            self.metrics.observe_plugins(m.EXTENSION_COMPONENTS, estimate.outcome.durations)
         bound = estimate.bound
-        self.metrics.observe_optimality(self.estimator.packing, estimate.sets, bound)
-        self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
+        # no durations: a remembered answer, no plugin ran
+        self.metrics.observe_sets_answer(self.estimator.packing, estimate.sets, bound,
+                                         estimate.outcome.durations if estimate.outcome is not None else None, started)
         if log.isEnabledFor(logging.INFO):
             request_line(log, logging.INFO, "MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms",
                          obj, estimate.sets, self.estimator.packing, _Optimality(estimate.sets, bound),

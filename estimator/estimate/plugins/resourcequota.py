@@ -112,21 +112,24 @@ def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | 
         return MAX_INT32, ""
     if assumed:
         free = dict(free)
-    for name, amount in _demand(_matching(assumed, quota)).items():
-        if name in free:
-            free[name] -= amount
-            if free[name] < 0:
-                return 0, f"ResourceQuota {quota.namespace}/{quota.name}: {name} used up by in-flight workloads"
-    best, reason = MAX_INT32, ""
+        for name, amount in _demand(_matching(assumed, quota)).items():
+            if name in free:
+                free[name] -= amount
+                if free[name] < 0:
+                    return 0, f"ResourceQuota {quota.namespace}/{quota.name}: {name} used up by in-flight workloads"
+    best, limiting = MAX_INT32, None
     for name, per_unit in wanted.items():
-        if per_unit <= 0 or name not in free:
+        left = free.get(name)
+        if left is None or per_unit <= 0:
             continue
-        allowed = max(free[name], 0) // per_unit
+        allowed = (left if left > 0 else 0) // per_unit
         if allowed < best:
-            best = allowed
-            reason = (f"ResourceQuota {quota.namespace}/{quota.name}: {name} free {max(free[name], 0)}, "
-                      f"needed {per_unit} each")
-    return best, reason
+            best, limiting = allowed, name
+    if limiting is None:
+        return best, ""
+    # The reason names the resource that set the answer; formatted once, not per resource.
+    return best, (f"ResourceQuota {quota.namespace}/{quota.name}: {limiting} free {max(free[limiting], 0)}, "
+                  f"needed {wanted[limiting]} each")
 
 
 class ResourceQuotaPlugin:
