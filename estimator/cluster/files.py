@@ -4,7 +4,9 @@ Accepts, in YAML or JSON: a `v1 List` (or any `*List` kind), multi-document YAML
 objects. Node, Pod, ResourceQuota, ReplicaSet and Deployment feed a fresh ClusterCache;
 other kinds are counted and reported in one warning per file. Anything malformed raises
 StateLoadError naming the file, the object (kind namespace/name, #index in the file) and
-the problem; nothing is returned unless every file loaded.
+the problem; nothing is returned unless every file loaded. Common pods and nodes go
+through estimator.cluster.bulkload, which ends in the state the per-record path would;
+everything else, bad objects included, goes through that path.
 """
 
 from __future__ import annotations
