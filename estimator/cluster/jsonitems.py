@@ -121,7 +121,8 @@ def iter_items(raw: bytes, spans: list[tuple[int, int]], per_slice: int = ITEMS_
 # over for the next.
 
 SLICE_BYTES = 1 << 20
-_HEAD_BYTES = 1 << 16  # the `items` key and the first boundary are looked for this far in
+_HEAD_BYTES = 1 << 16  # the `items` key and the first boundary are looked for this far in,
+# and the array's end this far from the end
 _MAX_MISSES = 64  # candidates passed over before the byte scan takes over
 _TAIL_TRIES = 16  # closing brackets tried from the end of the document
 
@@ -171,8 +172,8 @@ def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterat
         return None
     end = len(raw)
     for _ in range(_TAIL_TRIES):  # the array's closing bracket: the last one the rest parses with
-        end = raw.rfind(b"]", begin + 1, end)
-        if end < 0:
+        end = raw.rfind(b"]", max(begin + 1, len(raw) - _HEAD_BYTES), end)
+        if end < 0:  # (or a tail too long to parse again and again: the byte scan takes it)
             return None
         try:
             rest = orjson.loads(raw[:begin + 1] + raw[end:])

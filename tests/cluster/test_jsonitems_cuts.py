@@ -94,6 +94,13 @@ def test_a_second_items_key_gives_what_the_whole_parse_gives():
     assert found is None or list(found[1]) == whole
 
 
+def test_a_long_tail_after_the_items_is_left_to_the_byte_scan(tmp_path):
+    document = {"kind": "List", "items": [{"a": 1}, {"b": 2}], "metadata": {"note": "x" * (1 << 17)}}
+    raw = json.dumps(document).encode()
+    assert jsonitems.list_items(raw) is None
+    assert list(iter_objects(_write(tmp_path, raw.decode()), stream_from=0)) == parse_objects(raw.decode())
+
+
 def test_tricky_tails_and_brackets_in_strings():
     items = [{"name": "]", "v": "],\"items\":[]}"}, {"name": "x", "list": [[], ["]"]]}]
     document = {"kind": "List", "items": items, "metadata": {"note": "]}", "more": [1, [2, "]"]]}}
