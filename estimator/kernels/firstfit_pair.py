@@ -80,8 +80,9 @@ def _column(requests: np.ndarray, c: int, k: int) -> int:
 
 @kernel(inline="always", _nrt=False)
 def _quotient(a, r):
-    """a // r for a >= 0, r > 0; no division for r == 1 (pods, whole GPUs)."""
-    return a if r == 1 else a // r
+    """a // r for a >= 0, r > 0; no division for r == 1 (pods, whole GPUs). Unsigned: no
+    rounding towards minus infinity to correct for, on the steps' critical path."""
+    return a if r == 1 else np.int64(np.uint64(a) // np.uint64(r))
 
 
 @kernel(inline="always", _nrt=False)
@@ -234,11 +235,14 @@ def pair_first_fit(
             # Node by node while both pointers stay together (a sets-heavy member's usual
             # state): the sets that land whole on p, then the set where B spills on.
             by_hand = True
+            carried = False  # node p's columns are already in x0..x3 (B's spill just left them)
+            x0 = x1 = x2 = x3 = 0
             while pa < n_nodes and masks[first, pa] and masks[second, pa]:
                 p = pa
                 # Node p's columns in locals: stores to `placement` would otherwise make
                 # the compiler reload them between every step.
-                x0, x1, x2, x3 = available[p, 0], available[p, k1], available[p, k2], available[p, k3]
+                if not carried:
+                    x0, x1, x2, x3 = available[p, 0], available[p, k1], available[p, k2], available[p, k3]
                 s = _fitx(x0, x1, x2, x3, d0, d1, d2, d3, upper - sets)
                 x0, x1, x2, x3 = x0 - s * d0, x1 - s * d1, x2 - s * d2, x3 - s * d3
                 placement[first, p] += s * ra
@@ -266,10 +270,14 @@ def pair_first_fit(
                 t = 1 + t1
                 want = t * rb - fb
                 q = p + 1
-                if (few_b and want <= _FEW_WANT and masks[second, q] and available[q, 0] >= want * b0
-                        and available[q, k1] >= want * b1 and available[q, k2] >= want * b2
-                        and available[q, k3] >= want * b3):
-                    _sub(available, q, k1, k2, k3, b0, b1, b2, b3, want)  # all of it on p + 1
+                y0, y1, y2, y3 = available[q, 0], available[q, k1], available[q, k2], available[q, k3]
+                carried = False
+                if (few_b and want <= _FEW_WANT and masks[second, q] and y0 >= want * b0 and y1 >= want * b1
+                        and y2 >= want * b2 and y3 >= want * b3):
+                    # All of it on p + 1, whose columns the next step starts from.
+                    x0, x1, x2, x3 = y0 - want * b0, y1 - want * b1, y2 - want * b2, y3 - want * b3
+                    _store(available, q, k1, k2, k3, x0, x1, x2, x3)
+                    carried = True
                     placement[second, q] += want
                     left = 0
                 else:
@@ -290,7 +298,7 @@ def pair_first_fit(
                 pb = q
                 sets += t
                 by_hand = False
-                if sets >= upper or q != p + 1 or (x0 >= a0 and x1 >= a1 and x2 >= a2 and x3 >= a3):
+                if sets >= upper or q != p + 1 or _holds(available, p, k1, k2, k3, a0, a1, a2, a3):
                     break  # A stays behind B (or done): the general steps
                 pa = q  # A fits none on p: both pointers on q
             if not by_hand:

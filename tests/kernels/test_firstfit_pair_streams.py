@@ -3,9 +3,10 @@ rescanning reference and the general kernel, on members built to reach each step
 sets per node (both pointers on one node, the set where the second component spills onto
 the next node), the first component in the holes behind the second, the first ahead of
 the second (a column only some nodes have), masks, request columns of 0, the last node
-running out part-way, 1-4 columns, up to the kernel's replica limit. The same kernel
-source run as plain Python, with one deliberate fault at a time, must fail the same
-comparison: the members reach what each step does."""
+running out part-way, amounts too large for the spill's one-comparison check, 1-4
+columns, up to the kernel's replica limit. The same kernel source run as plain Python,
+with one deliberate fault at a time, must fail the same comparison: the members reach
+what each step does."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ def _member(rng, kind: str):
         n = int(rng.integers(1, 8))
         replicas = np.array([rng.integers(1, 4), rng.integers(1, 7)], dtype=np.int64)
         available = rng.integers(0, 400, size=(n, k)).astype(np.int64)
+    elif kind == "huge":  # like "dense", the last column in units of 2**41: the spill's walk path
+        n, k = int(rng.integers(2, 8)), max(k, 2)  # (not pods: that would allow 2**41 sets)
+        requests = rng.integers(1, 4, size=(2, k)).astype(np.int64)
+        replicas = np.array([rng.integers(1, 4), rng.integers(1, 7)], dtype=np.int64)
+        available = rng.integers(0, 400, size=(n, k)).astype(np.int64)
+        available[:, k - 1] *= 2**41
+        requests[:, k - 1] *= 2**41
     elif kind == "flink":  # the second a multiple of the first: the first in its holes
         n = int(rng.integers(2, 40))
         requests[1] = requests[0] * int(rng.integers(1, 4))
@@ -64,7 +72,7 @@ def _member(rng, kind: str):
     return available, requests, replicas, masks, upper
 
 
-KINDS = ["dense", "flink", "ahead", "scarce"]
+KINDS = ["dense", "flink", "ahead", "scarce", "huge"]
 
 
 def _mismatch(run, case) -> str | None:
@@ -159,6 +167,9 @@ FAULTS = {
     "both on one node, a repeated column written back after the real one": (
         "    available[p, k3] = x3\n    available[p, k2] = x2\n    available[p, k1] = x1\n",
         "    available[p, k1] = x1\n    available[p, k2] = x2\n    available[p, k3] = x3\n"),
+    "spill: the next node's step starts from its columns before B's replicas": (
+        "x0, x1, x2, x3 = y0 - want * b0, y1 - want * b1, y2 - want * b2, y3 - want * b3\n",
+        "x0, x1, x2, x3 = y0, y1, y2, y3\n" + _INDENT + "    _sub(available, q, k1, k2, k3, b0, b1, b2, b3, want)\n"),
     "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
     "spill: one set of A too many": ("t = 1 + t1", "t = 2 + t1"),
     "spill: B's replicas on p + 1 although it may not use it": (
