@@ -19,7 +19,6 @@ it to that).
 
 from __future__ import annotations
 
-import re
 import time
 from itertools import chain
 
@@ -29,34 +28,14 @@ from estimator.cluster.cache import ClusterCache, _NodeState
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.core.records import node_allocatable, zone_key
 from estimator.core.resources import (
-    MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int, uses_milli_units,
+    MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int,
 )
 
-# Plain quantities: digits and an optional SI suffix, the forms kubectl prints. Others go
-# to resources.quantity_to_int, the exact parser, which this one agrees with.
-_PLAIN = re.compile(r"([0-9]{1,18})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|)")
-_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-          "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 _NOT_COUNTED: dict[str, int] = {}  # (empty: its look-ups miss, and _amount answers -1)
 # Memo sizes: past them a memo starts afresh (a hostile file cannot grow them without bound).
 _MEMO_SIZE = 1 << 16
 # Sums that could come near int64 are added exactly, in Python, as the per-record path does.
 _SAFE_SUM = float(1 << 62)
-
-
-def quantity_int(name: str, text: str) -> int:
-    """resources.quantity_to_int(name, text), quicker for plain integers; QuantityError alike."""
-    match = _PLAIN.fullmatch(text)
-    if match is None:
-        return quantity_to_int(name, text)
-    number, suffix = match.groups()
-    if suffix == "m":
-        value = int(number) if uses_milli_units(name) else -(-int(number) // 1000)  # Value() rounds up
-    else:
-        value = int(number) * _SCALE[suffix] * (1000 if uses_milli_units(name) else 1)
-    if value > MAX_INT64:
-        return quantity_to_int(name, text)  # raises with its own message
-    return value
 
 
 class BulkLoader:
@@ -89,7 +68,7 @@ class BulkLoader:
         amount = memo.get(text)
         if amount is None:
             try:
-                amount = quantity_int(name, text)
+                amount = quantity_to_int(name, text)
             except QuantityError:
                 return None
             if amount < 0:

@@ -133,12 +133,34 @@ def uses_milli_units(name: str) -> bool:
     return name in (CPU, "requests.cpu", "limits.cpu")
 
 
+# The forms kubectl prints (digits, an optional integer SI suffix): read with integer
+# arithmetic, without the Decimal parse; a million pods' requests are mostly these.
+_PLAIN_QUANTITY = re.compile(r"([0-9]{1,18})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|)")
+_PLAIN_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+                "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+
+
 @lru_cache(maxsize=8192)
 def quantity_to_int(name: str, text: str) -> int:
     """A quantity as the int64 the scheduler compares: MilliValue() for cpu, else Value().
 
     Both round up, so 0.5m cpu is 1 millicore. Raises QuantityError past int64.
     """
+    plain = _PLAIN_QUANTITY.fullmatch(text)
+    if plain is not None:
+        number, suffix = plain.groups()
+        milli = uses_milli_units(name)
+        if suffix == "m":
+            value = int(number) if milli else -(-int(number) // 1000)  # Value() rounds up
+        else:
+            value = int(number) * _PLAIN_SCALE[suffix] * (1000 if milli else 1)
+        if value <= MAX_INT64:
+            return value
+    return _exact_quantity_to_int(name, text)  # every other form, and the out-of-range message
+
+
+def _exact_quantity_to_int(name: str, text: str) -> int:
+    """quantity_to_int for any form: the Decimal parse of the whole grammar."""
     value = parse_quantity(text)
     with localcontext() as ctx:
         # The default 28 digits would round a long fraction away before the ceiling.
