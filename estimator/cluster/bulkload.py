@@ -26,6 +26,7 @@ import numpy as np
 
 from estimator.cluster.cache import ClusterCache, _NodeState
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
+from estimator.core.podrequests import simple_requests
 from estimator.core.records import node_allocatable, zone_key
 from estimator.core.resources import (
     MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int,
@@ -78,23 +79,6 @@ class BulkLoader:
             memo[text] = amount
         return amount
 
-    def _with_limits(self, requests: dict | None, limits: dict, total: dict[str, int]) -> bool:
-        """Adds a container's requests, limits filling those left out, to `total`."""
-        amounts: dict[str, int] = {}
-        for source in (requests, limits):  # a request left out defaults to the limit
-            if source:
-                for name, text in source.items():
-                    if type(text) is not str or type(name) is not str:
-                        return False
-                    amount = self._amount(name, text)  # every limit is checked, as there
-                    if amount is None:
-                        return False
-                    if amount >= 0:
-                        amounts.setdefault(name, amount)
-        for name, amount in amounts.items():
-            total[name] = total.get(name, 0) + amount
-        return True
-
     def pod(self, obj: dict) -> bool:
         """Apply `obj` (a dict of kind Pod) if it is a common pod; False leaves it untouched."""
         meta = obj.get("metadata")
@@ -117,44 +101,9 @@ class BulkLoader:
         key = (namespace, name)
         if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
             return key not in self._pods  # not counted, and nothing held before: nothing changes
-        # The requests, as podrequests._simple_requests reads them; anything else declines.
-        if spec.get("initContainers") or spec.get("resources") or spec.get("overhead") is not None:
+        total = simple_requests(spec, self._amount)  # None: not a common pod's requests
+        if total is None:
             return False
-        containers = spec.get("containers") or []
-        if type(containers) is not list:
-            return False
-        total: dict[str, int] = {}
-        quantities = self._quantities
-        for container in containers:
-            if type(container) is not dict:
-                return False
-            resources = container.get("resources")
-            if not resources:
-                continue
-            if type(resources) is not dict:
-                return False
-            requests, limits = resources.get("requests"), resources.get("limits")
-            if requests is not None and type(requests) is not dict:
-                return False
-            if limits is not None:
-                if type(limits) is not dict:
-                    return False
-                if limits:
-                    if not self._with_limits(requests, limits, total):
-                        return False
-                    continue
-            if requests:
-                for resource, text in requests.items():
-                    if type(text) is not str or type(resource) is not str:
-                        return False
-                    memo = quantities.get(resource)
-                    amount = memo.get(text) if memo else None
-                    if amount is None:
-                        amount = self._amount(resource, text)
-                        if amount is None:
-                            return False
-                    if amount >= 0:
-                        total[resource] = total.get(resource, 0) + amount
         pairs = sorted(total.items())
         columns = self._cache._column_index
         try:

@@ -16,7 +16,7 @@ Each quantity is rounded to an integer before summing, as Karmada's NodeInfo doe
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from estimator.core.resources import (
     CPU, MEMORY, QuantityError, is_counted, is_hugepages, parse_resource_list, quantity_to_int,
@@ -75,50 +75,71 @@ def _counted(name: str) -> bool:
     return is_counted(name)
 
 
-def _simple_requests(spec: dict) -> dict[str, int] | None:
+def counted_amount(name: str, text: str) -> int | None:
+    """One quantity for `simple_requests`: its int64 units, -1 for a resource not counted,
+    None for one the general path must judge (malformed, negative)."""
+    if not _counted(name):
+        return -1
+    try:
+        amount = quantity_to_int(name, text)
+    except QuantityError:
+        return None
+    return amount if amount >= 0 else None
+
+
+def simple_requests(spec: dict, amount: Callable[[str, str], int | None] = counted_amount) -> dict[str, int] | None:
     """The common pod's requests (app containers whose resources are plain dicts of quantity
     strings; no init containers, pod-level resources or overhead) at a fraction of the
     general path's cost; None for anything else, and for anything wrong, which the general
-    path then reports. Both give equal answers (tests/cluster/test_simple_requests.py)."""
+    path then reports. Both give equal answers (tests/cluster/test_simple_requests.py).
+    `amount` reads one quantity as `counted_amount` does (the bulk loader passes a memo)."""
     if spec.get("initContainers") or spec.get("resources") or spec.get("overhead") is not None:
         return None
     containers = spec.get("containers") or []
     if type(containers) is not list:
         return None
     total: dict[str, int] = {}
-    try:
-        for container in containers:
-            if type(container) is not dict:
-                return None
-            resources = container.get("resources") or {}
-            if type(resources) is not dict:
-                return None
-            requests, limits = resources.get("requests"), resources.get("limits")
-            if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
-                return None
-            amounts: dict[str, int] = {}
-            for source in (requests, limits):  # a request left out defaults to the limit
-                if source:
-                    for name, value in source.items():
-                        if type(value) is not str or type(name) is not str:
-                            return None
-                        if _counted(name):
-                            amount = quantity_to_int(name, value)  # every limit is checked, as there
-                            if amount < 0:
-                                return None
-                            amounts.setdefault(name, amount)
-            for name, amount in amounts.items():
-                total[name] = total.get(name, 0) + amount
-    except QuantityError:
-        return None
-    return {name: amount for name, amount in total.items() if amount != 0}
+    for container in containers:
+        if type(container) is not dict:
+            return None
+        resources = container.get("resources") or {}
+        if type(resources) is not dict:
+            return None
+        requests, limits = resources.get("requests"), resources.get("limits")
+        if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
+            return None
+        if not limits:  # the common case: requests alone, added as read
+            if requests:
+                for name, text in requests.items():
+                    if type(text) is not str or type(name) is not str:
+                        return None
+                    value = amount(name, text)
+                    if value is None:
+                        return None
+                    if value >= 0:
+                        total[name] = total.get(name, 0) + value
+            continue
+        amounts: dict[str, int] = {}
+        for source in (requests, limits):  # a request left out defaults to the limit
+            if source:
+                for name, text in source.items():
+                    if type(text) is not str or type(name) is not str:
+                        return None
+                    value = amount(name, text)  # every limit is checked, as there
+                    if value is None:
+                        return None
+                    if value >= 0:
+                        amounts.setdefault(name, value)
+        for name, value in amounts.items():
+            total[name] = total.get(name, 0) + value
+    return {name: value for name, value in total.items() if value != 0}
 
 
 def pod_spec_requests(spec: Mapping) -> dict[str, int]:
     """Effective requests of a PodSpec (see the module docstring for the formula)."""
     if not isinstance(spec, dict):
         raise ValueError("spec: expected a mapping")
-    simple = _simple_requests(spec)
+    simple = simple_requests(spec)
     return simple if simple is not None else general_spec_requests(spec)
 
 

@@ -1,4 +1,4 @@
-"""The common pod's requests take a short path (podrequests._simple_requests); it must give
+"""The common pod's requests take a short path (podrequests.simple_requests); it must give
 what the general path gives, in the same order, and leave every error to the general path."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_random_specs_answer_or_fail_alike_on_both_paths():
     for _ in range(5000):
         spec = random_spec(rng)
         assert outcome(pod_spec_requests, spec) == outcome(general_spec_requests, spec), spec
-        short += podrequests._simple_requests(spec) is not None
+        short += podrequests.simple_requests(spec) is not None
     assert short > 1000  # the short path is really taken
 
 
