@@ -116,11 +116,13 @@ def test_tricky_tails_and_brackets_in_strings():
     '{"kind": "NodeList", "items": [{"metadata": {"name": "n1"}} {"a": 1}]}',
     '{"kind": "NodeList", "items": [{"a": 1}, {"b": 2}, {"c": [}, {"d": 4}]}',
 ])
-def test_a_broken_document_reports_the_whole_documents_error(tmp_path, monkeypatch, broken):
-    monkeypatch.setattr(jsonitems, "SLICE_BYTES", 8)
+@pytest.mark.parametrize("slice_bytes", [8, jsonitems.SLICE_BYTES])  # cut into tiny slices, or one slice
+def test_a_broken_document_reports_the_whole_documents_error(tmp_path, monkeypatch, broken, slice_bytes):
+    monkeypatch.setattr(jsonitems, "SLICE_BYTES", slice_bytes)
     path = _write(tmp_path, broken)
     with pytest.raises(ObjectFileError) as whole:
         parse_objects(broken, path)
     with pytest.raises(ObjectFileError) as sliced:
         list(iter_objects(path, stream_from=0))
     assert str(sliced.value) == str(whole.value)
+    assert "invalid JSON at line 1" in str(sliced.value)
