@@ -81,14 +81,8 @@ class _RequestPathMetrics:
                 self._stores.append(store)
             return store
 
-    def _cell(self, family: _Family, labels: tuple[str, ...]) -> list:
-        return _cell_in(self.store(), family, labels)
-
     def inc(self, family: _Family, *labels: str) -> None:
-        self._cell(family, labels)[0] += 1
-
-    def observe(self, family: _Family, value: float, *labels: str) -> None:
-        _observe_in(self.store(), family, value, labels)
+        _cell_in(self.store(), family, labels)[0] += 1
 
     def describe(self):
         return []
@@ -165,25 +159,10 @@ class EstimatorMetrics:
                                          ["packing"], bounds=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0))
         self.registry.register(hot)
 
-    def observe_optimality(self, packing: str, sets: int, bound: int | None) -> None:
-        if bound is None:
-            self.hot.inc(self.sets_answers, packing, "unknown")
-        elif sets >= bound:
-            self.hot.inc(self.sets_answers, packing, "proven")
-        else:
-            self.hot.inc(self.sets_answers, packing, "unproven")
-            self.hot.observe(self.sets_bound_gap, (bound - sets) / bound, packing)
+    # Each observation below writes into one thread's cells (`store`): an answer's several
+    # observations then look the cells up once (observe_sets_answer).
 
-    def observe_sets_answer(self, packing: str, sets: int, bound: int | None, durations: dict[str, float] | None,
-                            started: float) -> None:
-        """A component-set answer's metrics, as observe_plugins (when plugins ran: `durations`),
-        observe_optimality and observe_request(success) in turn, with one look-up of this
-        thread's cells instead of one per observation."""
-        store = self.hot.store()
-        if durations:
-            _observe_in(store, self.extension_point_duration, sum(durations.values()), (EXTENSION_COMPONENTS,))
-            for plugin, seconds in durations.items():
-                _observe_in(store, self.plugin_duration, seconds, (plugin, EXTENSION_COMPONENTS))
+    def _optimality_in(self, store: dict, packing: str, sets: int, bound: int | None) -> None:
         if bound is None:
             _cell_in(store, self.sets_answers, (packing, "unknown"))[0] += 1
         elif sets >= bound:
@@ -191,20 +170,35 @@ class EstimatorMetrics:
         else:
             _cell_in(store, self.sets_answers, (packing, "unproven"))[0] += 1
             _observe_in(store, self.sets_bound_gap, (bound - sets) / bound, (packing,))
-        kind = TYPE_MAX_AVAILABLE_COMPONENT_SETS
-        _cell_in(store, self.requests, ("success", kind))[0] += 1
-        _observe_in(store, self.algorithm_latency, time.perf_counter() - started, ("success", kind, STEP_TOTAL))
+
+    def _request_in(self, store: dict, kind: str, ok: bool, started: float) -> None:
+        result = "success" if ok else "error"
+        _cell_in(store, self.requests, (result, kind))[0] += 1
+        _observe_in(store, self.algorithm_latency, time.perf_counter() - started, (result, kind, STEP_TOTAL))
+
+    def _plugins_in(self, store: dict, extension: str, durations: dict[str, float]) -> None:
+        _observe_in(store, self.extension_point_duration, sum(durations.values()), (extension,))
+        for plugin, seconds in durations.items():
+            _observe_in(store, self.plugin_duration, seconds, (plugin, extension))
+
+    def observe_optimality(self, packing: str, sets: int, bound: int | None) -> None:
+        self._optimality_in(self.hot.store(), packing, sets, bound)
 
     def observe_request(self, kind: str, ok: bool, started: float) -> None:
-        result = "success" if ok else "error"
-        self.hot.inc(self.requests, result, kind)
-        self.hot.observe(self.algorithm_latency, time.perf_counter() - started, result, kind, STEP_TOTAL)
+        self._request_in(self.hot.store(), kind, ok, started)
 
     def observe_plugins(self, extension: str, durations: dict[str, float]) -> None:
-        hot = self.hot
-        hot.observe(self.extension_point_duration, sum(durations.values()), extension)
-        for plugin, seconds in durations.items():
-            hot.observe(self.plugin_duration, seconds, plugin, extension)
+        self._plugins_in(self.hot.store(), extension, durations)
+
+    def observe_sets_answer(self, packing: str, sets: int, bound: int | None, durations: dict[str, float] | None,
+                            started: float) -> None:
+        """A component-set answer's metrics: observe_plugins (when plugins ran: `durations`),
+        observe_optimality and observe_request(success), with one look-up of this thread's cells."""
+        store = self.hot.store()
+        if durations:
+            self._plugins_in(store, EXTENSION_COMPONENTS, durations)
+        self._optimality_in(store, packing, sets, bound)
+        self._request_in(store, TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
 
     def register_state(self, state) -> None:
         """Export the list/watch counters of a state that keeps them (WatchClusterState.stats())."""
