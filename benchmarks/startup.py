@@ -242,16 +242,11 @@ def size_runs(nodes: int, repeats: int, cache_dir: str, log_dir: Path) -> dict:
 def watch_run(nodes: int, cache_dir: str) -> dict:
     """`karmada-estimator --kubeconfig` against tests/support/fakekube.py holding `nodes` nodes and 9 pods
     each: spawn to /readyz 200, then /proc/PID/status after 2 s."""
-    import socket
     import urllib.request
 
+    from scheduler_client.launch import free_port
     from tests.support.fakekube import FakeKube
     from tests.support.kubeobjects import node_object, pod_object
-
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
 
     with FakeKube() as fake, tempfile.TemporaryDirectory(prefix="startup-watch-") as tmp:
         fake.put_many(node_object(f"n{i}") for i in range(nodes))

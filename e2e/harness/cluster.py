@@ -10,7 +10,8 @@ import urllib.request
 from pathlib import Path
 
 from e2e.harness import pki
-from e2e.harness.procs import Proc, free_port, wait_for
+from e2e.harness.procs import Proc, wait_for
+from scheduler_client.launch import free_port
 
 # Admission: no controller manager runs, so nothing would create ServiceAccounts, compute
 # quota usage or lift the not-ready taint new nodes get; the run sets all of that itself.

@@ -11,8 +11,9 @@ import grpc
 
 from estimator.core import model
 from estimator.pb import service_pb2_grpc
-from e2e.harness.procs import Proc, free_port, wait_for
+from e2e.harness.procs import Proc, wait_for
 from scheduler_client import wire
+from scheduler_client.launch import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "member-e2e"

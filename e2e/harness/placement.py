@@ -28,7 +28,8 @@ from pathlib import Path
 
 from e2e.harness.estimators import Running
 from e2e.harness.members import GPU, NAMESPACES, generate
-from e2e.harness.procs import free_port, install_signal_handlers, stop_all, wait_for
+from e2e.harness.procs import install_signal_handlers, stop_all, wait_for
+from scheduler_client.launch import free_port
 from estimator.core.resources import parse_quantity
 
 REPO = Path(__file__).resolve().parents[2]

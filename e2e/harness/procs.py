@@ -5,19 +5,12 @@ from __future__ import annotations
 import atexit
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 _LIVE: list["Proc"] = []
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Proc:

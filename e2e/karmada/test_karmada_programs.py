@@ -17,7 +17,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -51,12 +50,7 @@ sys.path.insert(0, str(REPO))
 from estimator.core import model  # noqa: E402
 from estimator.pb import service_pb2_grpc  # noqa: E402
 from scheduler_client import wire  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from scheduler_client.launch import free_port as _free_port  # noqa: E402
 
 
 class Ours:
