@@ -27,7 +27,7 @@ import numpy as np
 from estimator.cluster.cache import ClusterCache, _NodeState
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.core.podrequests import simple_requests
-from estimator.core.records import node_allocatable, zone_key
+from estimator.core.records import PodRecord, node_allocatable, zone_key
 from estimator.core.resources import (
     MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int,
 )
@@ -39,22 +39,13 @@ _MEMO_SIZE = 1 << 16
 _SAFE_SUM = float(1 << 62)
 
 
-class BulkLoader:
-    """Feeds the common pods and nodes of a load into `cache`; `pod(obj)` and `node(obj)` are
-    False for the others, which the caller then applies per record, after `flush()`. Only for
-    a cache no one else uses yet (a load in progress): the pending sums are not in the arrays
-    until `flush()`."""
+class Digester:
+    """Reads common pods into digests (`BulkLoader.take`): no cache state, so a worker
+    process can digest a part of a file while this one loads the rest."""
 
-    def __init__(self, cache: ClusterCache) -> None:
-        self._cache = cache
-        self._pods = cache._pods
-        self._unschedulable = cache._workloads._unschedulable._live
+    def __init__(self) -> None:
         # resource -> {text: amount}, or _NOT_COUNTED for a resource the cache does not count
         self._quantities: dict[str, dict[str, int]] = {}
-        self._allocatable: dict[tuple, list] = {}  # a node's allocatable items -> [(column, amount)]
-        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
-        self._amounts: list[tuple] = []
-        self.applied = 0
 
     def _amount(self, name: str, text: str) -> int | None:
         """The amount of one quantity (-1: a resource not counted), None where the per-record
@@ -79,41 +70,73 @@ class BulkLoader:
             memo[text] = amount
         return amount
 
-    def pod(self, obj: dict) -> bool:
-        """Apply `obj` (a dict of kind Pod) if it is a common pod; False leaves it untouched."""
+    def digest(self, obj: dict) -> tuple | None:
+        """What `BulkLoader.take` needs of `obj`, a dict of kind Pod, if it is a common pod:
+        (namespace, name, node, requests), node "" for a pod that is not counted, requests its
+        sorted non-zero (resource, amount) pairs; None for any other pod."""
         meta = obj.get("metadata")
         if type(meta) is not dict:
-            return False
+            return None
         name, namespace = meta.get("name"), meta.get("namespace")
         if type(name) is not str or not name or type(namespace) is not str or not namespace:
-            return False
+            return None
         spec, status = obj.get("spec"), obj.get("status")
         if type(spec) is not dict or (status is not None and type(status) is not dict):
-            return False
+            return None
         if status and status.get("conditions"):
-            return False  # may be unschedulable: the per-record path reads those
+            return None  # may be unschedulable: the per-record path reads those
         node = spec.get("nodeName")
         if node is not None and type(node) is not str:
-            return False
+            return None
+        if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
+            return namespace, name, "", ()
+        total = simple_requests(spec, self._amount)  # None: not a common pod's requests
+        if total is None:
+            return None
+        requests = tuple(sorted(total.items()))
+        for _, amount in requests:
+            if amount > MAX_INT64:  # saturates: the per-record path clamps it
+                return None
+        return namespace, name, node, requests
+
+
+class BulkLoader:
+    """Feeds the common pods and nodes of a load into `cache`; `pod(obj)` and `node(obj)` are
+    False for the others, which the caller then applies per record, after `flush()`. Only for
+    a cache no one else uses yet (a load in progress): the pending sums are not in the arrays
+    until `flush()`."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
+        self._pods = cache._pods
+        self._unschedulable = cache._workloads._unschedulable._live
+        self._digester = Digester()
+        self._allocatable: dict[tuple, list] = {}  # a node's allocatable items -> [(column, amount)]
+        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
+        self._amounts: list[tuple] = []
+        self.applied = 0
+
+    def pod(self, obj: dict) -> bool:
+        """Apply `obj` (a dict of kind Pod) if it is a common pod; False leaves it untouched."""
+        digest = self._digester.digest(obj)
+        return digest is not None and self.take(digest)
+
+    def take(self, digest: tuple) -> bool:
+        """Apply a pod from its `digest`; False leaves the cache untouched, and the pod is
+        then applied per record (`digest_record`)."""
+        namespace, name, node, requests = digest
         live = self._unschedulable.get(namespace)
         if live and name in live:
             return False  # replaces an earlier state: the per-record path does that
         key = (namespace, name)
-        if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
+        if not node:
             return key not in self._pods  # not counted, and nothing held before: nothing changes
-        total = simple_requests(spec, self._amount)  # None: not a common pod's requests
-        if total is None:
-            return False
-        pairs = sorted(total.items())
         columns = self._cache._column_index
         try:
-            amounts = tuple([(columns[resource], amount) for resource, amount in pairs if amount])
+            amounts = tuple([(columns[resource], amount) for resource, amount in requests])
         except KeyError:  # a resource new to the cache: columns in sorted order, as apply() adds them
             column = self._cache._column
-            amounts = tuple([(column(resource), amount) for resource, amount in pairs if amount])
-        for _, amount in amounts:
-            if amount > MAX_INT64:  # saturates: the per-record path clamps it
-                return False
+            amounts = tuple([(column(resource), amount) for resource, amount in requests])
         pods = self._pods
         row = self._cache._rows.get(node)
         if row is None:
@@ -220,3 +243,10 @@ class BulkLoader:
             cache._updated_at = time.time()
         self.applied += len(self._rows)
         self._rows, self._amounts = [], []
+
+
+def digest_record(digest: tuple) -> PodRecord:
+    """The record records.pod_record makes of the pod a digest was made from: a common pod
+    has no conditions (so is not unschedulable) and no request past int64."""
+    namespace, name, node, requests = digest
+    return PodRecord(namespace, name, node, requests, None, ())

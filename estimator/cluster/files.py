@@ -6,7 +6,9 @@ other kinds are counted and reported in one warning per file. Anything malformed
 StateLoadError naming the file, the object (kind namespace/name, #index in the file) and
 the problem; nothing is returned unless every file loaded. Common pods and nodes go
 through estimator.cluster.bulkload, which ends in the state the per-record path would;
-everything else, bad objects included, goes through that path.
+everything else, bad objects included, goes through that path. A big JSON list is read on
+two cores (estimator.cluster.splitload): a worker digests the common pods of its second
+part, which are applied here in file order like the rest.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from estimator.cluster import gccontrol, statecache
-from estimator.cluster.bulkload import BulkLoader
+from estimator.cluster import gccontrol, splitload, statecache
+from estimator.cluster.bulkload import BulkLoader, digest_record
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import ObjectFileError, iter_objects
 from estimator.core.errors import StateLoadError
@@ -37,9 +39,12 @@ def _describe(obj: Any, index: int) -> str:
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
 
 
-def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | None = None, bulk: bool = True) -> int:
+def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | None = None, bulk: bool = True,
+               split: bool = True) -> int:
+    """`split`: a big JSON list may be read on two cores (estimator.cluster.splitload)."""
     try:
-        return _load_objects(cache, path, iter_objects(path), recorder, bulk)
+        objects = splitload.objects(path) if bulk and split else None
+        return _load_objects(cache, path, iter_objects(path) if objects is None else objects, recorder, bulk)
     except ObjectFileError as err:
         raise StateLoadError(str(err)) from None
 
@@ -54,7 +59,19 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache
     # per record once the bulk path's pending sums are in the arrays.
     loader = BulkLoader(cache)
     fast = {"Pod": loader.pod, "Node": loader.node} if bulk else {}
+    take_digest = loader.take
     for index, obj in enumerate(objects):
+        if type(obj) is tuple:  # a common pod digested by splitload's worker
+            if take_digest(obj):
+                loaded += 1
+                continue
+            record = digest_record(obj)
+            loader.flush()
+            cache.apply("Pod", record)
+            if recorder is not None:
+                recorder.note("Pod", None, record)
+            loaded += 1
+            continue
         if type(obj) is dict:
             kind = obj.get("kind")
             take = fast.get(kind) if type(kind) is str else None

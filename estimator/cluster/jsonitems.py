@@ -156,11 +156,10 @@ def _items_opener(head: bytes) -> tuple[int, bytes | None] | None:
     return None
 
 
-def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterator[Any]] | None:
-    """(the document without its items, an iterator over the items, parsed about
-    `slice_bytes` at a time) for a JSON object whose top-level `items` is an array of objects;
-    None when the document does not look like that (the caller then uses split_items). The
-    iterator raises orjson.JSONDecodeError if the document is not valid JSON."""
+def items_bounds(raw: bytes) -> tuple[dict, int, int, bytes] | None:
+    """(the document without its items, where its top-level `items` array opens and closes,
+    the bytes between its first two items) for a JSON object whose `items` is an array of at
+    least two objects; None when the document does not look like that."""
     first = _NOT_WHITESPACE.search(raw)
     if first is None or first.group() != b"{":
         return None
@@ -181,36 +180,77 @@ def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterat
             continue
         if not isinstance(rest, dict) or rest.get("items") != [] or b'"items"' in raw[end:]:
             return None
-        return rest, _slices(raw, begin + 1, end, rest, separator, slice_bytes or SLICE_BYTES)
+        return rest, begin, end, separator
     return None
 
 
-def _slices(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
-            slice_bytes: int) -> Iterator[Any]:
+def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterator[Any]] | None:
+    """(the document without its items, an iterator over the items, parsed about
+    `slice_bytes` at a time) for a JSON object whose top-level `items` is an array of objects;
+    None when the document does not look like that (the caller then uses split_items). The
+    iterator raises orjson.JSONDecodeError if the document is not valid JSON."""
+    bounds = items_bounds(raw)
+    if bounds is None:
+        return None
+    rest, begin, end, separator = bounds
+    return rest, _slices(raw, begin + 1, end, rest, separator, slice_bytes or SLICE_BYTES)
+
+
+class UnprovedSlice(ValueError):
+    """A slice that could not be proved to be whole items; `yielded` items came before it."""
+
+    def __init__(self, yielded: int):
+        super().__init__(f"no provable item boundary after item {yielded}")
+        self.yielded = yielded
+
+
+def proved_slices(raw: bytes, start: int, stop: int, separator: bytes, slice_bytes: int = SLICE_BYTES,
+                  ) -> Iterator[list]:
+    """The items of raw[start:stop], a list per slice, each slice proved by parsing; `start`
+    is just after the array's `[` or a comma between items, `stop` the array's `]` or a comma
+    between items. UnprovedSlice when a slice does not parse: an item boundary that was not
+    one, or a document that is not valid JSON."""
     yielded, misses = 0, 0
     boundary = start  # always just after the `[` or a comma between items
     search_from = boundary + slice_bytes
     comma_at = separator.index(b",")
     while True:
-        found = raw.find(separator, search_from, end) if search_from < end else -1
-        cut = found + comma_at if found >= 0 else end
+        found = raw.find(separator, search_from, stop) if search_from < stop else -1
+        cut = found + comma_at if found >= 0 else stop
         try:
             items = orjson.loads(b"[" + raw[boundary:cut] + b"]")
         except orjson.JSONDecodeError:
             misses += 1
             if found < 0 or misses > _MAX_MISSES:
-                break  # the last slice did not parse, or cuts are hard to find here
+                raise UnprovedSlice(yielded) from None  # the last slice, or cuts hard to find here
             search_from = found + 1
             continue
-        yield from items
+        yield items
         yielded += len(items)
         if found < 0:
-            return  # the last slice parsed up to the closing bracket: `end` was right
+            return  # the last slice parsed up to `stop`
         boundary = cut + 1
         search_from = boundary + slice_bytes
-    # The items yielded so far are the document's first ones (each slice was proved). The
-    # rest: at boundaries from the byte scan, or from the whole document parsed (which
-    # raises if it is not valid JSON).
+
+
+def _slices(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
+            slice_bytes: int, before: int = 0) -> Iterator[Any]:
+    """The items from raw[start:end] on (`before` items of the array come before `start`)."""
+    yielded = before
+    try:
+        for items in proved_slices(raw, start, end, separator, slice_bytes):
+            yield from items
+            yielded += len(items)
+        return
+    except UnprovedSlice:
+        pass
+    yield from items_after(raw, rest, yielded)
+
+
+def items_after(raw: bytes, rest: dict, yielded: int) -> Iterator[Any]:
+    """The items of the document after its first `yielded` (proved already): at boundaries
+    from the byte scan, or from the whole document parsed (which raises
+    orjson.JSONDecodeError if it is not valid JSON)."""
     split = split_items(raw)
     if split is not None and split[0] == rest and len(split[1]) >= yielded:
         yield from iter_items(raw, split[1][yielded:])

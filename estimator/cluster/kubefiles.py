@@ -62,8 +62,13 @@ def iter_objects(path: str | Path, stream_from: int = STREAM_FROM_BYTES) -> Iter
                 item["kind"] = item_kind
             yield item
     except orjson.JSONDecodeError:
-        _documents(_decode(raw, path), path)  # raises the whole document's error
-        raise ObjectFileError(path, "invalid JSON") from None
+        invalid_json(path, raw)
+
+
+def invalid_json(path: str | Path, raw: bytes) -> None:
+    """Raise the ObjectFileError of a JSON document a slice of which did not parse."""
+    _documents(_decode(raw, path), path)  # raises the whole document's error
+    raise ObjectFileError(path, "invalid JSON") from None
 
 
 def _decode(raw: bytes, path: str | Path) -> str:

@@ -56,7 +56,7 @@ MIN_BYTES = 4 << 20
 # every entry stale.
 LOADER_MODULES = (
     "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles",
-    "estimator.cluster.jsonitems",
+    "estimator.cluster.jsonitems", "estimator.cluster.splitload",
     "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.statecache",
     "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
     "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",

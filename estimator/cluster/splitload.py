@@ -1,0 +1,159 @@
+"""A big JSON `*List` object file read on two cores.
+
+Parsing and reading the pods of a 50k-node member file is seconds of single-threaded
+Python. Here a forked worker parses the items after a cut near the middle of the `items`
+array and digests its common pods (bulkload.Digester, which needs no cache state), while
+this process parses and loads the items before the cut. The worker hands back, in file
+order, a digest for each common pod and the parsed object for everything else (marshal:
+the same interpreter on both ends, plain JSON values only); this process then applies them
+exactly as if it had read them itself (files._load_objects), so the state and the error
+messages are the sequential load's.
+
+The cut is proved as every slice cut is (jsonitems.proved_slices): the items before it
+parse whole up to it. Until that proof the worker's output is not used; if it fails, or the
+worker does not deliver, this process reads the rest itself. Only a process whose other
+threads are daemons forks (see `can_fork`).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from estimator.cluster.bulkload import Digester
+from estimator.cluster.kubefiles import invalid_json
+from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, _slices, items_after, items_bounds, proved_slices
+
+# Smaller files (a 10k-node member is 35 MB) load in about a second and a half: left on one core.
+MIN_BYTES = 64 << 20
+# This process applies the worker's part after its own, so the worker takes the larger part.
+HEAD_SHARE = 0.42
+
+
+def can_fork() -> bool:
+    """Fork is there, two CPUs are, and any other thread is a daemon (the service's log
+    writer): the worker runs only the parsing code here, no logging and no lock such a thread
+    could hold, and leaves with os._exit."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    return (hasattr(os, "fork") and all(t.daemon for t in others)
+            and len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)) >= 2)
+
+
+def objects(path: Path, min_bytes: int = MIN_BYTES, head_share: float = HEAD_SHARE,
+            slice_bytes: int = SLICE_BYTES) -> Iterator[Any] | None:
+    """The file's objects, with pod digests (tuples) in place of the common pods of its
+    second part; None when the file is not a big JSON `*List` or no worker can be forked
+    (the caller then reads it with kubefiles.iter_objects)."""
+    try:
+        if os.stat(path).st_size < min_bytes or not can_fork():
+            return None
+        raw = Path(path).read_bytes()
+    except OSError:
+        return None  # iter_objects says what is wrong with the file
+    bounds = items_bounds(raw)
+    if bounds is None or not str(bounds[0].get("kind", "")).endswith("List"):
+        return None
+    rest, begin, end, separator = bounds
+    found = raw.find(separator, begin + 1 + int((end - begin) * head_share), end)
+    if found < 0:
+        return None
+    cut = found + separator.index(b",")
+    item_kind = str(rest["kind"])[: -len("List")]
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns
+        os.close(reader)
+        _work(raw, cut + 1, end, separator, slice_bytes, item_kind, writer)
+    os.close(writer)
+    return _checked(path, raw, _read(raw, rest, begin, cut, end, separator, slice_bytes, item_kind, pid, reader))
+
+
+def _checked(path: Path, raw: bytes, items: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from items
+    except orjson.JSONDecodeError:
+        invalid_json(path, raw)
+
+
+def _work(raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, item_kind: str, fd: int) -> None:
+    status = 1
+    try:
+        digest = Digester().digest
+        out: list = []
+        for items in proved_slices(raw, start, end, separator, slice_bytes):
+            for item in items:
+                if type(item) is dict:
+                    if item_kind and "kind" not in item:
+                        item["kind"] = item_kind
+                    if item.get("kind") == "Pod":
+                        taken = digest(item)
+                        if taken is not None:
+                            item = taken
+                out.append(item)
+        data = memoryview(marshal.dumps(out))
+        while data:
+            data = data[os.write(fd, data):]
+        status = 0
+    except BaseException:  # noqa: BLE001 - any failure: the parent reads this part itself
+        pass
+    finally:
+        os._exit(status)
+
+
+def _received(pid: int, reader: int) -> list | None:
+    chunks = []
+    with os.fdopen(reader, "rb") as stream:
+        while chunk := stream.read(1 << 22):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return None
+    try:
+        return marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: bytes, slice_bytes: int,
+          item_kind: str, pid: int, reader: int) -> Iterator[Any]:
+    reaped = False
+    try:
+        yielded = 0
+        try:
+            for items in proved_slices(raw, begin + 1, cut, separator, slice_bytes):
+                for item in items:
+                    if item_kind and type(item) is dict and "kind" not in item:
+                        item["kind"] = item_kind
+                    yield item
+                yielded += len(items)
+        except UnprovedSlice:
+            # The cut was not a boundary, or the document is broken: not the worker's business.
+            os.kill(pid, signal.SIGKILL)
+            os.close(reader)
+            os.waitpid(pid, 0)
+            reaped = True
+            yield from _kinded(items_after(raw, rest, yielded), item_kind)
+            return
+        tail = _received(pid, reader)
+        reaped = True
+        if tail is None:
+            tail = _kinded(_slices(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
+        yield from tail
+    finally:
+        if not reaped:  # the consumer stopped early (a bad object)
+            os.kill(pid, signal.SIGKILL)
+            os.close(reader)
+            os.waitpid(pid, 0)
+
+
+def _kinded(items: Iterator[Any], item_kind: str) -> Iterator[Any]:
+    for item in items:
+        if item_kind and type(item) is dict and "kind" not in item:
+            item["kind"] = item_kind
+        yield item

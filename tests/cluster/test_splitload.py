@@ -1,0 +1,99 @@
+"""Object files read on two cores (estimator.cluster.splitload) against the one-core load.
+
+The worker digests the common pods of the items after a cut and this process applies
+them; the state must be the sequential per-record path's, cell for cell (the oracle of
+test_bulkload.assert_same), at every cut, including cuts that fall inside a string (the
+worker's part is then not used), and a broken file must fail with the same message.
+"""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from estimator.cluster import files, splitload, statecache
+from estimator.cluster.cache import ClusterCache
+from estimator.cluster.kubefiles import iter_objects
+from estimator.core.errors import StateLoadError
+from tests.cluster.test_bulkload import awkward_items, node, pod, v1_list
+
+pytestmark = pytest.mark.skipif(not splitload.can_fork(), reason="needs fork, two CPUs and a single thread")
+
+
+def _state(cache, recorder):
+    meta, arrays = statecache._state(cache, recorder, [])
+    return meta, {k: v.tolist() for k, v in arrays.items()}, dict(cache._pods), dict(cache._excess), cache.stats()
+
+
+def _split_load(path, share, slice_bytes=256):
+    objects = splitload.objects(path, min_bytes=0, head_share=share, slice_bytes=slice_bytes)
+    assert objects is not None
+    cache, recorder = ClusterCache(), statecache.Recorder()
+    files._load_objects(cache, path, objects, recorder, bulk=True)
+    return _state(cache, recorder)
+
+
+def _reference(path):
+    cache, recorder = ClusterCache(), statecache.Recorder()
+    files._load_objects(cache, path, iter_objects(path), recorder, bulk=False)
+    return _state(cache, recorder)
+
+
+def _member(rng: random.Random) -> list:
+    items = awkward_items()
+    texts = ["1", "250m", "2Gi", "512Mi", "0", "1e2", "+1", "1.5Gi"]
+    for i in range(60):
+        items.append(node(f"r{i}", {"cpu": rng.choice(["4", "8"]), "memory": "64Gi", "pods": "110"}))
+    for i in range(400):
+        requests = {rng.choice(["cpu", "memory", "nvidia.com/gpu", "example.com/x"]): rng.choice(texts)}
+        extra = {}
+        if rng.random() < 0.05:
+            extra["status"] = {"phase": rng.choice(["Succeeded", "Failed", "Running"])}
+        p = pod(f"p{rng.randrange(300)}", rng.choice([f"r{rng.randrange(70)}", None, "n1"]), requests, **extra)
+        if rng.random() < 0.03:
+            p["spec"]["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]
+        if rng.random() < 0.03:
+            p["spec"]["overhead"] = {"cpu": "10m"}
+        if rng.random() < 0.02:  # a string holding the items' separator
+            p["metadata"]["annotations"] = {"note": '},{"kind":"Pod"'}
+        items.append(p)
+    items.extend(awkward_items())  # every awkward object again: duplicates, moves
+    return items
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_cut_loads_the_state_the_sequential_path_loads(tmp_path, seed):
+    path = tmp_path / "member.json"
+    path.write_bytes(orjson.dumps(v1_list(_member(random.Random(seed)))))
+    expected = _reference(path)
+    for share in (0.0, 0.1, 0.3, 0.5, 0.77, 0.95):
+        assert _split_load(path, share) == expected, share
+
+
+def test_api_server_lists_get_their_items_kind(tmp_path):
+    items = [pod(f"p{i % 7}", ["n1", None, "n2"][i % 3], {"cpu": f"{i % 4}"}) for i in range(40)]
+    for item in items:
+        del item["kind"]
+    path = tmp_path / "pods.json"
+    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "PodList", "items": items}))
+    expected = _reference(path)
+    assert expected[-1]["counted_pods"] > 0
+    assert _split_load(path, 0.4, slice_bytes=64) == expected
+
+
+@pytest.mark.parametrize("share", [0.2, 0.8])
+def test_a_bad_object_or_broken_json_fails_as_the_sequential_load_does(tmp_path, share):
+    items = [pod(f"p{i}", "n1") for i in range(200)]
+    items[150]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    path = tmp_path / "bad.json"
+    path.write_bytes(orjson.dumps(v1_list(items)))
+    for text in (path.read_bytes(), path.read_bytes()[:-40] + b"{" + path.read_bytes()[-40:]):
+        path.write_bytes(text)
+        with pytest.raises(StateLoadError) as sequential:
+            files._load_file(ClusterCache(), path, split=False)
+        with pytest.raises(StateLoadError) as split:
+            objects = splitload.objects(path, min_bytes=0, head_share=share, slice_bytes=128)
+            files._load_objects(ClusterCache(), path, objects, None, bulk=True)
+        assert str(split.value) == str(sequential.value)
