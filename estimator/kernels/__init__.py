@@ -37,7 +37,8 @@ def warmup() -> None:
     """Compile every kernel (or load it from numba's on-disk cache) with production dtypes.
 
     Runs each public entry point on a tiny problem that reaches every kernel, including
-    the best-mode search (first-fit is not optimal on it).
+    the best-mode search (first-fit is not optimal on it) and the two- and three-component
+    first-fit kernels.
     """
     # Two nodes: [pods, cpu, gpu]. A cpu-only master first in order would take node 0's
     # only pod slot, which the gpu worker needs.
@@ -50,3 +51,6 @@ def warmup() -> None:
     packing = best_sets(available, requests, replicas, masks, 4)
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)
+    # Three components (a Ray-like head, cpu and gpu group): `firstfit_trio`.
+    first_fit_sets(available.copy(), np.vstack([requests, requests[1]]), np.ones(3, dtype=np.int64),
+                   np.ones((3, 2), dtype=np.bool_), 4)

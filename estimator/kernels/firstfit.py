@@ -35,7 +35,8 @@ leftover `available`, in O(C·N·K + events) instead of O(sets·C·N·K):
 The same kernel packs with other component and node orders (the best mode's candidates),
 and packs k sets' worth of replicas as one set (replicas scaled by k, upper 1). Karmada's
 own order with two components of a few replicas each (Flink, PyTorchJob) goes to
-`firstfit_pair` instead: same results, a cheaper set by hand.
+`firstfit_pair` instead, with three (Ray) to `firstfit_trio`: same results, a cheaper set
+by hand.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from ._arith import SMALL, capped_quotient, take
 from ._numba import kernel
 from .firstfit_pair import pair_components
 from .firstfit_pair import pair_first_fit
+from .firstfit_trio import scratch as trio_scratch
+from .firstfit_trio import trio_components, trio_first_fit
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
@@ -427,7 +430,8 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
 
 def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
     """Karmada's order (components as given, nodes by index) on validated arrays: the
-    two-component kernel where it applies (`firstfit_pair.pair_components`), else the
+    two-component kernel where it applies (`firstfit_pair.pair_components`), the
+    three-component one where it does (`firstfit_trio.trio_components`), else the
     general one. On every request's path: Python lists for the tiny arrays' tests, no
     numpy reductions."""
     counts = replicas.tolist()
@@ -441,6 +445,15 @@ def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
         info = np.array([-1, 0], dtype=np.int64)
         sets = pair_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), pair[0],
                               pair[1], upper, placement, info)
+        limiting, work = info.tolist()
+        return Packing(sets, placement, -1, limiting, work)
+    trio = trio_components(requests, counts) if available.shape[0] > 0 else None
+    if trio is not None:
+        # Three components (Ray): sets by hand with requests in locals, `firstfit_trio`.
+        placement = np.zeros(masks.shape, dtype=np.int64)
+        info = np.array([-1, 0], dtype=np.int64)
+        sets = trio_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), *trio, upper,
+                              placement, info, trio_scratch())
         limiting, work = info.tolist()
         return Packing(sets, placement, -1, limiting, work)
     return general_first_fit(available, requests, replicas, masks, upper)
