@@ -11,6 +11,8 @@ request) sit in locals for its walk, up to 4 columns (`firstfit_pair`'s node hel
 
 - Pointers, as in `firstfit`: nodes only lose resources, so each component's walk starts
   where its last one ended, and the nodes before it fit none of it for good.
+- A walk divides only on a node that holds fewer than the replicas it still wants
+  (want <= _FEW keeps want x request in int64): Ray at 10k, 0.10 ms instead of 0.15.
 - A walk whose pointer's node holds the component's whole share takes it there in one
   test and one subtraction, and the pointer stays (the node may fit more).
 - When all three took their share whole on their pointers' nodes, the next s sets land
@@ -29,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._numba import kernel
-from .firstfit_pair import MAX_COLUMNS, _column, _fit, _holds, _sub, _unplace
+from .firstfit_pair import MAX_COLUMNS, _column, _fit, _holds, _quotient, _sub, _unplace
 
 COMPONENTS = 3
 # Replicas and requests this kernel takes: a share (at most _FEW x a request) is at most
@@ -59,16 +61,32 @@ def scratch() -> np.ndarray:
 
 
 @kernel(inline="always", _nrt=False)
+def _fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want):
+    """min(want, copies of (r0..r3) node p holds) for want <= _FEW: want x a request stays
+    in int64, so a column divides only where the node holds less than `want` copies."""
+    f = want
+    if f * r3 > available[p, k3]:
+        f = _quotient(available[p, k3], r3)
+    if f * r2 > available[p, k2]:
+        f = _quotient(available[p, k2], r2)
+    if f * r1 > available[p, k1]:
+        f = _quotient(available[p, k1], r1)
+    if f * r0 > available[p, 0]:
+        f = _quotient(available[p, 0], r0)
+    return f
+
+
+@kernel(inline="always", _nrt=False)
 def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
-    """`firstfit_pair._walk` testing the last column first: a gpu group walks past many
-    nodes without GPUs, each visit then ends on its first test."""
+    """`firstfit_pair._walk` testing the last column first (a gpu group walks past many
+    nodes without GPUs, each visit then ends on its first test) and fitting by `_fit_few`."""
     n_nodes = available.shape[0]
     start = p
     first = 0
     while p < n_nodes:
         if (masks[c, p] and available[p, k3] >= r3 and available[p, k2] >= r2 and available[p, k1] >= r1
                 and available[p, 0] >= r0):
-            f = _fit(available, p, k1, k2, k3, r0, r1, r2, r3, want)
+            f = _fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want)
             _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f)
             placement[c, p] += f
             if p == start:
