@@ -14,10 +14,14 @@ part, which are applied here in file order like the rest.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import orjson
 
 from estimator.cluster import gccontrol, splitload, statecache
 from estimator.cluster.bulkload import BulkLoader, digest_record
@@ -112,12 +116,14 @@ _DEFAULT_DIR = object()
 
 def load_object_files(
     paths: Sequence[str | Path], state_cache: Path | str | None | object = _DEFAULT_DIR,
-    min_bytes: int = statecache.MIN_BYTES,
+    min_bytes: int = statecache.MIN_BYTES, background: bool = False,
 ) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad.
 
     `state_cache`: the directory of parsed-state entries (estimator.cluster.statecache;
     default: its `default_dir()`, None: off), used when the files hold at least `min_bytes`.
+    `background`: write a new entry in a forked writer, so the caller need not wait for it
+    (a server's first load, before it serves; see `_save_state`).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -150,7 +156,65 @@ def load_object_files(
         for path in paths:
             _load_file(cache, path, recorder)
         parsed = time.perf_counter()
-        saved = statecache.save(cache, recorder, paths, keys, Path(directory)) if recorder is not None else None
-    log.info("parsed %s in %.2f s%s", ", ".join(map(str, paths)), parsed - started,
-             f"; saved its state to {saved} in {time.perf_counter() - parsed:.2f} s" if saved else "")
+        log.info("parsed %s in %.2f s", ", ".join(map(str, paths)), parsed - started)
+        if recorder is not None:
+            _save_state(cache, recorder, paths, keys, Path(directory), background)
     return cache
+
+
+_writers: list[threading.Thread] = []
+
+
+def _save_state(cache: ClusterCache, recorder: statecache.Recorder, paths: list[Path], keys: list,
+                directory: Path, background: bool) -> None:
+    """Write the parsed state's entry: in a forked writer when `background` and the process
+    may fork (splitload.can_fork), so the caller goes on at once (a 50k-node member's
+    entry takes about 1.5 s to build and write); else here. The writer only builds and
+    writes the entry (into a temporary file renamed into place) and leaves with os._exit;
+    this process logs the outcome it reports. Should this process exit first, the writer
+    still finishes or leaves no entry."""
+    started = time.perf_counter()
+    if not (background and splitload.can_fork()):
+        _log_saved(statecache.save(cache, recorder, paths, keys, directory), started, "")
+        return
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer: never returns
+        status = 1
+        try:
+            os.close(reader)
+            outcome = statecache.save(cache, recorder, paths, keys, directory)
+            os.write(writer, orjson.dumps(str(outcome) if isinstance(outcome, Path) else list(outcome)))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    thread = threading.Thread(target=_await_writer, args=(pid, reader, started), name="state-cache-writer",
+                              daemon=True)
+    _writers.append(thread)
+    thread.start()
+
+
+def _await_writer(pid: int, reader: int, started: float) -> None:
+    with os.fdopen(reader, "rb") as stream:
+        report = stream.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not report:
+        log.warning("state cache not saved: its writer (pid %d) exited with status %d", pid, status)
+        return
+    outcome = orjson.loads(report)
+    _log_saved(Path(outcome) if isinstance(outcome, str) else statecache.Unsaved(*outcome), started,
+               " in the background")
+
+
+def _log_saved(outcome: Path | statecache.Unsaved, started: float, where: str) -> None:
+    if isinstance(outcome, Path):
+        log.info("saved the parsed state to %s in %.2f s%s", outcome, time.perf_counter() - started, where)
+    else:
+        log.log(outcome.level, "%s", outcome.message)
+
+
+def wait_for_saves(timeout: float | None = None) -> None:
+    """Wait for the background writers started so far (tests, and benchmarks that time them)."""
+    while _writers:
+        _writers.pop().join(timeout)

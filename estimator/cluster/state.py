@@ -73,7 +73,8 @@ class FileClusterState:
         # CPU at 10k nodes in our profiles).
         gccontrol.settle("start")
         with gccontrol.paused():
-            self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir)
+            # Before any server thread exists: a new state entry is written by a forked writer.
+            self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir, background=True)
             gccontrol.settle("load", collect=False)
         self._loaded_at = time.time()
         self.last_reload_error = ""

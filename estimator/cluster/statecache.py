@@ -34,7 +34,7 @@ import time
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import orjson
@@ -190,22 +190,28 @@ def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, d
     return meta, arrays
 
 
-def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: list, directory: Path) -> Path | None:
-    """Write the entry for `paths` (stat'ed as `keys` before they were parsed); None, with a
-    warning, when it cannot be written. Nothing is written if the files changed meanwhile."""
+class Unsaved(NamedTuple):
+    """Why `save` wrote nothing, at the level its caller logs it."""
+
+    level: int
+    message: str
+
+
+def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: list, directory: Path) -> Path | Unsaved:
+    """Write the entry for `paths` (stat'ed as `keys` before they were parsed): its path, or
+    why nothing was written (the files changed meanwhile, or it cannot be written). Logs
+    nothing itself: it may run in a forked writer whose parent does the logging."""
     try:
         if file_keys(paths) != keys:
-            log.info("object files changed while they were loaded: state cache not saved")
-            return None
+            return Unsaved(logging.INFO, "object files changed while they were loaded: state cache not saved")
         if any(key[2] > time.time_ns() - RECENT_NS for key in keys):
-            log.info("object files modified in the last %d s: state cache not saved", RECENT_NS // 10**9)
-            return None
+            return Unsaved(logging.INFO,
+                           f"object files modified in the last {RECENT_NS // 10**9} s: state cache not saved")
         meta, arrays = _state(cache, recorder, keys)
         blob = orjson.dumps(meta)
         kept = [recorder.objects, recorder.pods]
         if orjson.loads(orjson.dumps(kept)) != kept:  # e.g. YAML timestamps, which JSON would turn into text
-            log.info("object files hold values JSON cannot keep exactly: state cache not saved")
-            return None
+            return Unsaved(logging.INFO, "object files hold values JSON cannot keep exactly: state cache not saved")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         target = entry_path(directory, paths)
@@ -219,8 +225,7 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
             raise
         return target
     except (OSError, TypeError, ValueError) as err:  # orjson's errors are TypeError/ValueError
-        log.warning("state cache not saved in %s: %s", directory, err)
-        return None
+        return Unsaved(logging.WARNING, f"state cache not saved in {directory}: {err}")
 
 
 # --- reading ---------------------------------------------------------------------------------

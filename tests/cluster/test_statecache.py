@@ -331,3 +331,41 @@ def test_the_default_directory(tmp_path):
     assert statecache.default_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/karmada-estimator/objects")
     assert statecache.default_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path(
         "/h/.cache/karmada-estimator/objects")
+
+
+def test_a_background_writer_saves_the_same_entry_and_its_parent_logs_the_outcome(tmp_path, caplog, monkeypatch):
+    from estimator.cluster import files, splitload
+    monkeypatch.setattr(splitload, "can_fork", lambda: True)
+    path = write_member(tmp_path, random_objects(6))
+    age(path)
+    caplog.set_level(logging.INFO)
+    parent = os.getpid()
+    fresh = load_object_files([path], state_cache=tmp_path / "c", min_bytes=0, background=True)
+    files.wait_for_saves(60)
+    assert os.getpid() == parent  # the writer never came back into the caller
+    assert "in the background" in caplog.text
+    cached, used = load([path], tmp_path / "c", caplog)
+    assert used
+    assert_same(fresh, cached)
+
+
+def test_a_background_writer_reports_why_it_saved_nothing(tmp_path, caplog, monkeypatch):
+    from estimator.cluster import files, splitload
+    monkeypatch.setattr(splitload, "can_fork", lambda: True)
+    path = write_member(tmp_path, random_objects(4))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    age(path)
+    caplog.set_level(logging.INFO)
+    load_object_files([path], state_cache=blocker / "sub", min_bytes=0, background=True)
+    files.wait_for_saves(60)
+    assert "state cache not saved" in caplog.text
+
+
+def test_without_fork_the_entry_is_written_before_the_load_returns(tmp_path, caplog, monkeypatch):
+    from estimator.cluster import splitload
+    monkeypatch.setattr(splitload, "can_fork", lambda: False)
+    path = write_member(tmp_path, random_objects(4))
+    age(path)
+    load_object_files([path], state_cache=tmp_path / "c", min_bytes=0, background=True)
+    assert list((tmp_path / "c").glob("objects-*"))
