@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from estimator.kernels import firstfit, firstfit_trio
-from tests.support.kernelcheck import assert_first_fit_as_naive
+from estimator.kernels import firstfit_trio
+from tests.support.kernelcheck import assert_first_fit_as_general, few_components
 
 MAX_INT32 = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -20,39 +20,12 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 
 def _check(available, requests, replicas, masks, upper):
-    assert firstfit_trio.trio_components(requests, replicas.tolist()) is not None  # the trio kernel runs
-    got = assert_first_fit_as_naive(available, requests, replicas, masks, upper)
-    general = firstfit.general_first_fit(available.copy(), requests, replicas, masks, upper)
-    assert got.sets == general.sets and got.limiting == general.limiting
-    assert got.placement.tolist() == general.placement.tolist()
-    assert got.work > 0 or available.shape[0] == 0 or upper == 0
-    return got
+    assert firstfit_trio.trio_components(requests, replicas.tolist()) is not None  # the kernel under test runs
+    return assert_first_fit_as_general(available, requests, replicas, masks, upper)
 
 
-@st.composite
-def trios(draw):
-    """Three active components (maybe an inactive one among them), 1-4 columns, 1-30 nodes
-    of a few sizes: some hold a fraction of a set, some dozens."""
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 31))
-    k = int(draw(st.integers(1, 4)))
-    scale = draw(st.sampled_from([4, 12, 60]))
-    available = rng.integers(0, scale, size=(n, k)).astype(np.int64)
-    if draw(st.booleans()):  # runs of identical nodes: all-whole steps
-        available = np.repeat(available[: max(1, n // 5)], 5, axis=0)[:n].copy()
-        n = available.shape[0]
-    requests = rng.integers(0, 4, size=(3, k)).astype(np.int64)
-    requests[:, 0] = 1  # pods; other columns may ask for 0
-    replicas = np.array([draw(st.integers(1, 8)) for _ in range(3)], dtype=np.int64)
-    masks = rng.random((3, n)) < draw(st.sampled_from([1.0, 0.8, 0.5]))
-    at = draw(st.sampled_from([None, 0, 1, 2, 3]))
-    if at is not None:  # an inactive component: the kernel skips it, its row stays 0
-        requests = np.insert(requests, at, np.r_[1, rng.integers(0, 3, size=k - 1)], axis=0)
-        replicas = np.insert(replicas, at, 0)
-        masks = np.insert(masks, at, rng.random(n) < 0.5, axis=0)
-    upper = draw(st.sampled_from([0, 1, 2, 5, 40, MAX_INT32]))
-    return available, requests, replicas, masks, upper
+def trios():
+    return few_components(3)
 
 
 @SETTINGS
