@@ -14,7 +14,6 @@ part, which are applied here in file order like the rest.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import orjson
 
-from estimator.cluster import gccontrol, splitload, statecache
+from estimator.cluster import forked, gccontrol, splitload, statecache
 from estimator.cluster.bulkload import BulkLoader, digest_record
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import ObjectFileError, iter_objects
@@ -69,31 +68,28 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache
             if take_digest(obj):
                 loaded += 1
                 continue
-            record = digest_record(obj)
-            loader.flush()
-            cache.apply("Pod", record)
-            if recorder is not None:
-                recorder.note("Pod", None, record)
-            loaded += 1
-            continue
-        if type(obj) is dict:
+            # Per record; a pod with a digest is not unschedulable, so the recorder needs no object.
+            kind, record, obj = "Pod", digest_record(obj), None
+        else:
+            if type(obj) is dict:
+                kind = obj.get("kind")
+                take = fast.get(kind) if type(kind) is str else None
+                if take is not None and take(obj):
+                    loaded += 1
+                    continue
+            if not isinstance(obj, dict):
+                raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, "
+                                     f"got {type(obj).__name__}")
             kind = obj.get("kind")
-            take = fast.get(kind) if type(kind) is str else None
-            if take is not None and take(obj):
-                loaded += 1
+            if not isinstance(kind, str) or not kind:
+                raise StateLoadError(f"{path}: {_describe(obj, index)}: has no kind")
+            if kind not in KINDS:
+                ignored[kind] += 1
                 continue
-        if not isinstance(obj, dict):
-            raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, got {type(obj).__name__}")
-        kind = obj.get("kind")
-        if not isinstance(kind, str) or not kind:
-            raise StateLoadError(f"{path}: {_describe(obj, index)}: has no kind")
-        if kind not in KINDS:
-            ignored[kind] += 1
-            continue
-        try:
-            record = parse_object(kind, obj)
-        except (ValueError, QuantityError, TypeError, AttributeError) as err:
-            raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
+            try:
+                record = parse_object(kind, obj)
+            except (ValueError, QuantityError, TypeError, AttributeError) as err:
+                raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
         loader.flush()
         cache.apply(kind, record)
         if recorder is not None:
@@ -167,40 +163,31 @@ _writers: list[threading.Thread] = []
 
 def _save_state(cache: ClusterCache, recorder: statecache.Recorder, paths: list[Path], keys: list,
                 directory: Path, background: bool) -> None:
-    """Write the parsed state's entry: in a forked writer when `background` and the process
-    may fork (splitload.can_fork), so the caller goes on at once (a 50k-node member's
-    entry takes about 1.5 s to build and write); else here. The writer only builds and
-    writes the entry (into a temporary file renamed into place) and leaves with os._exit;
-    this process logs the outcome it reports. Should this process exit first, the writer
-    still finishes or leaves no entry."""
+    """Write the parsed state's entry: in a forked writer (estimator.cluster.forked) when
+    `background` and the process may fork, so the caller goes on at once (a 50k-node
+    member's entry takes about 1.5 s to build and write); else here. The writer only builds
+    and writes the entry (into a temporary file renamed into place) and reports the outcome,
+    which this process logs. Should this process exit first, the writer still finishes or
+    leaves no entry."""
     started = time.perf_counter()
-    if not (background and splitload.can_fork()):
+    if not (background and forked.possible()):
         _log_saved(statecache.save(cache, recorder, paths, keys, directory), started, "")
         return
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the writer: never returns
-        status = 1
-        try:
-            os.close(reader)
-            outcome = statecache.save(cache, recorder, paths, keys, directory)
-            os.write(writer, orjson.dumps(str(outcome) if isinstance(outcome, Path) else list(outcome)))
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(writer)
-    thread = threading.Thread(target=_await_writer, args=(pid, reader, started), name="state-cache-writer",
-                              daemon=True)
+
+    def save() -> bytes:
+        outcome = statecache.save(cache, recorder, paths, keys, directory)
+        return orjson.dumps(str(outcome) if isinstance(outcome, Path) else list(outcome))
+
+    writer = forked.start(save)
+    thread = threading.Thread(target=_await_writer, args=(writer, started), name="state-cache-writer", daemon=True)
     _writers.append(thread)
     thread.start()
 
 
-def _await_writer(pid: int, reader: int, started: float) -> None:
-    with os.fdopen(reader, "rb") as stream:
-        report = stream.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not report:
-        log.warning("state cache not saved: its writer (pid %d) exited with status %d", pid, status)
+def _await_writer(writer: forked.Child, started: float) -> None:
+    report = forked.result(writer)
+    if not report:
+        log.warning("state cache not saved: its writer (pid %d) failed", writer.pid)
         return
     outcome = orjson.loads(report)
     _log_saved(Path(outcome) if isinstance(outcome, str) else statecache.Unsaved(*outcome), started,

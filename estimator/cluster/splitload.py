@@ -12,20 +12,19 @@ messages are the sequential load's.
 The cut is proved as every slice cut is (jsonitems.proved_slices): the items before it
 parse whole up to it. Until that proof the worker's output is not used; if it fails, or the
 worker does not deliver, this process reads the rest itself. Only a process whose other
-threads are daemons forks (see `can_fork`).
+threads are daemons forks (estimator.cluster.forked, and `can_fork`).
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import signal
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
+from estimator.cluster import forked
 from estimator.cluster.bulkload import Digester
 from estimator.cluster.kubefiles import invalid_json
 from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, _slices, items_after, items_bounds, proved_slices
@@ -37,12 +36,9 @@ HEAD_SHARE = 0.42
 
 
 def can_fork() -> bool:
-    """Fork is there, two CPUs are, and any other thread is a daemon (the service's log
-    writer): the worker runs only the parsing code here, no logging and no lock such a thread
-    could hold, and leaves with os._exit."""
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    return (hasattr(os, "fork") and all(t.daemon for t in others)
-            and len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)) >= 2)
+    """A worker may be forked (`forked.possible`) and has a second CPU to run on."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return forked.possible() and cpus >= 2
 
 
 def objects(path: Path, min_bytes: int = MIN_BYTES, head_share: float = HEAD_SHARE,
@@ -65,13 +61,8 @@ def objects(path: Path, min_bytes: int = MIN_BYTES, head_share: float = HEAD_SHA
         return None
     cut = found + separator.index(b",")
     item_kind = str(rest["kind"])[: -len("List")]
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker: never returns
-        os.close(reader)
-        _work(raw, cut + 1, end, separator, slice_bytes, item_kind, writer)
-    os.close(writer)
-    return _checked(path, raw, _read(raw, rest, begin, cut, end, separator, slice_bytes, item_kind, pid, reader))
+    worker = forked.start(lambda: _work(raw, cut + 1, end, separator, slice_bytes, item_kind))
+    return _checked(path, raw, _read(raw, rest, begin, cut, end, separator, slice_bytes, item_kind, worker))
 
 
 def _checked(path: Path, raw: bytes, items: Iterator[Any]) -> Iterator[Any]:
@@ -81,47 +72,35 @@ def _checked(path: Path, raw: bytes, items: Iterator[Any]) -> Iterator[Any]:
         invalid_json(path, raw)
 
 
-def _work(raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, item_kind: str, fd: int) -> None:
-    status = 1
-    try:
-        digest = Digester().digest
-        out: list = []
-        for items in proved_slices(raw, start, end, separator, slice_bytes):
-            for item in items:
-                if type(item) is dict:
-                    if item_kind and "kind" not in item:
-                        item["kind"] = item_kind
-                    if item.get("kind") == "Pod":
-                        taken = digest(item)
-                        if taken is not None:
-                            item = taken
-                out.append(item)
-        data = memoryview(marshal.dumps(out))
-        while data:
-            data = data[os.write(fd, data):]
-        status = 0
-    except BaseException:  # noqa: BLE001 - any failure: the parent reads this part itself
-        pass
-    finally:
-        os._exit(status)
+def _work(raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, item_kind: str) -> bytes:
+    """The worker's part, marshalled: its items in file order, a digest for each common pod."""
+    digest = Digester().digest
+    out: list = []
+    for items in proved_slices(raw, start, end, separator, slice_bytes):
+        for item in items:
+            if type(item) is dict:
+                if item_kind and "kind" not in item:
+                    item["kind"] = item_kind
+                if item.get("kind") == "Pod":
+                    taken = digest(item)
+                    if taken is not None:
+                        item = taken
+            out.append(item)
+    return marshal.dumps(out)
 
 
-def _received(pid: int, reader: int) -> list | None:
-    chunks = []
-    with os.fdopen(reader, "rb") as stream:
-        while chunk := stream.read(1 << 22):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
+def _received(worker: forked.Child) -> list | None:
+    data = forked.result(worker)
+    if data is None:
         return None
     try:
-        return marshal.loads(b"".join(chunks))
+        return marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         return None
 
 
 def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: bytes, slice_bytes: int,
-          item_kind: str, pid: int, reader: int) -> Iterator[Any]:
+          item_kind: str, worker: forked.Child) -> Iterator[Any]:
     reaped = False
     try:
         yielded = 0
@@ -134,22 +113,18 @@ def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: byt
                 yielded += len(items)
         except UnprovedSlice:
             # The cut was not a boundary, or the document is broken: not the worker's business.
-            os.kill(pid, signal.SIGKILL)
-            os.close(reader)
-            os.waitpid(pid, 0)
+            forked.kill(worker)
             reaped = True
             yield from _kinded(items_after(raw, rest, yielded), item_kind)
             return
-        tail = _received(pid, reader)
+        tail = _received(worker)
         reaped = True
         if tail is None:
             tail = _kinded(_slices(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
         yield from tail
     finally:
         if not reaped:  # the consumer stopped early (a bad object)
-            os.kill(pid, signal.SIGKILL)
-            os.close(reader)
-            os.waitpid(pid, 0)
+            forked.kill(worker)
 
 
 def _kinded(items: Iterator[Any], item_kind: str) -> Iterator[Any]:

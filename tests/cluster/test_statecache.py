@@ -334,8 +334,8 @@ def test_the_default_directory(tmp_path):
 
 
 def test_a_background_writer_saves_the_same_entry_and_its_parent_logs_the_outcome(tmp_path, caplog, monkeypatch):
-    from estimator.cluster import files, splitload
-    monkeypatch.setattr(splitload, "can_fork", lambda: True)
+    from estimator.cluster import files, forked
+    monkeypatch.setattr(forked, "possible", lambda: True)
     path = write_member(tmp_path, random_objects(6))
     age(path)
     caplog.set_level(logging.INFO)
@@ -350,8 +350,8 @@ def test_a_background_writer_saves_the_same_entry_and_its_parent_logs_the_outcom
 
 
 def test_a_background_writer_reports_why_it_saved_nothing(tmp_path, caplog, monkeypatch):
-    from estimator.cluster import files, splitload
-    monkeypatch.setattr(splitload, "can_fork", lambda: True)
+    from estimator.cluster import files, forked
+    monkeypatch.setattr(forked, "possible", lambda: True)
     path = write_member(tmp_path, random_objects(4))
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -363,8 +363,8 @@ def test_a_background_writer_reports_why_it_saved_nothing(tmp_path, caplog, monk
 
 
 def test_without_fork_the_entry_is_written_before_the_load_returns(tmp_path, caplog, monkeypatch):
-    from estimator.cluster import splitload
-    monkeypatch.setattr(splitload, "can_fork", lambda: False)
+    from estimator.cluster import forked
+    monkeypatch.setattr(forked, "possible", lambda: False)
     path = write_member(tmp_path, random_objects(4))
     age(path)
     load_object_files([path], state_cache=tmp_path / "c", min_bytes=0, background=True)
