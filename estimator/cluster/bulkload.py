@@ -150,6 +150,35 @@ class BulkLoader:
         self._amounts.append(amounts)
         return True
 
+    def take_run(self, run: tuple[list, list, list, list]) -> bool:
+        """Apply a run of consecutive pod digests, given column-wise (namespaces, names,
+        nodes, requests), in one step where that ends as `take` one by one would: every pod
+        new and distinct, none unschedulable before, every node's row and every resource's
+        column already there (so no table grows in between). False leaves the cache
+        untouched, and the caller takes the digests one by one."""
+        namespaces, names, nodes, requests = run
+        keys = list(zip(namespaces, names))
+        pods = self._pods
+        if self._unschedulable or not pods.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
+            return False
+        if "" in nodes:  # pods not counted: only their absence from the table was needed
+            counted = [i for i, node in enumerate(nodes) if node]
+            keys = [keys[i] for i in counted]
+            nodes = [nodes[i] for i in counted]
+            requests = [requests[i] for i in counted]
+        rows = list(map(self._cache._rows.get, nodes))
+        if None in rows:
+            return False
+        columns = self._cache._column_index
+        try:
+            amounts = [tuple([(columns[resource], amount) for resource, amount in pod]) for pod in requests]
+        except KeyError:
+            return False
+        pods.update(zip(keys, zip(rows, amounts)))
+        self._rows += rows
+        self._amounts += amounts
+        return True
+
     def node(self, obj: dict) -> bool:
         """Apply `obj` (a dict of kind Node) if it is a new node with plain fields, exactly as
         records.parse_node and ClusterCache.apply would; False leaves it untouched."""

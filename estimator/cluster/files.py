@@ -63,37 +63,45 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache
     loader = BulkLoader(cache)
     fast = {"Pod": loader.pod, "Node": loader.node} if bulk else {}
     take_digest = loader.take
-    for index, obj in enumerate(objects):
-        if type(obj) is tuple:  # a common pod digested by splitload's worker
-            if take_digest(obj):
-                loaded += 1
-                continue
-            # Per record; a pod with a digest is not unschedulable, so the recorder needs no object.
-            kind, record, obj = "Pod", digest_record(obj), None
-        else:
-            if type(obj) is dict:
-                kind = obj.get("kind")
-                take = fast.get(kind) if type(kind) is str else None
-                if take is not None and take(obj):
-                    loaded += 1
-                    continue
-            if not isinstance(obj, dict):
-                raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, "
-                                     f"got {type(obj).__name__}")
-            kind = obj.get("kind")
-            if not isinstance(kind, str) or not kind:
-                raise StateLoadError(f"{path}: {_describe(obj, index)}: has no kind")
-            if kind not in KINDS:
-                ignored[kind] += 1
-                continue
-            try:
-                record = parse_object(kind, obj)
-            except (ValueError, QuantityError, TypeError, AttributeError) as err:
-                raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
+
+    def per_record(kind: str, record: Any, obj: dict | None) -> None:
         loader.flush()
         cache.apply(kind, record)
         if recorder is not None:
             recorder.note(kind, obj, record)
+
+    index = -1
+    for obj in objects:
+        index += 1
+        if type(obj) is tuple:  # a run of common pods digested by splitload's worker
+            if not loader.take_run(obj):
+                for digest in zip(*obj):
+                    if not take_digest(digest):
+                        # A pod with a digest is not unschedulable: the recorder needs no object.
+                        per_record("Pod", digest_record(digest), None)
+            loaded += len(obj[0])
+            index += len(obj[0]) - 1
+            continue
+        if type(obj) is dict:
+            kind = obj.get("kind")
+            take = fast.get(kind) if type(kind) is str else None
+            if take is not None and take(obj):
+                loaded += 1
+                continue
+        if not isinstance(obj, dict):
+            raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, "
+                                 f"got {type(obj).__name__}")
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise StateLoadError(f"{path}: {_describe(obj, index)}: has no kind")
+        if kind not in KINDS:
+            ignored[kind] += 1
+            continue
+        try:
+            record = parse_object(kind, obj)
+        except (ValueError, QuantityError, TypeError, AttributeError) as err:
+            raise StateLoadError(f"{path}: {_describe(obj, index)}: {err}") from None
+        per_record(kind, record, obj)
         loaded += 1
     loader.flush()
     if loaded == 0 and not ignored:

@@ -259,3 +259,60 @@ def test_yaml_files_take_the_same_path(tmp_path):
     path = tmp_path / "member.yaml"
     path.write_text(yaml.safe_dump_all(awkward_items()[:12]))
     assert_same(path)
+
+
+def _cache_state(cache):
+    meta, arrays = statecache._state(cache, statecache.Recorder(), [])
+    return meta, {k: v.tolist() for k, v in arrays.items()}, dict(cache._pods), cache.stats()
+
+
+def _loaded(pods_before=()):
+    """A cache with nodes n0..n3 and `pods_before` (digests) taken, and its loader."""
+    cache = ClusterCache()
+    loader = BulkLoader(cache)
+    for i in range(4):
+        assert loader.node(node(f"n{i}", {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}))
+    for digest in pods_before:
+        assert loader.take(digest)
+    loader.flush()
+    return cache, loader
+
+
+def _run(digests):
+    return tuple(list(column) for column in zip(*digests))
+
+
+def _pod_digest(name, node_name, cpu=1000, namespace="ns", gpu=0):
+    requests = (("cpu", cpu),) + ((("nvidia.com/gpu", gpu),) if gpu else ())
+    return namespace, name, node_name, requests
+
+
+@pytest.mark.parametrize("why, before, run", [
+    ("a pod twice in the run", [], [_pod_digest("a", "n1"), _pod_digest("b", "n2"), _pod_digest("a", "n3")]),
+    ("a pod held before", [_pod_digest("b", "n0")], [_pod_digest("a", "n1"), _pod_digest("b", "n2")]),
+    ("a pod not counted, held before", [_pod_digest("b", "n0")], [_pod_digest("b", "")]),
+    ("a node with no row yet", [], [_pod_digest("a", "n1"), _pod_digest("b", "elsewhere")]),
+    ("a resource with no column yet", [], [_pod_digest("a", "n1"), ("ns", "b", "n2", (("example.com/x", 1),))]),
+])
+def test_a_run_take_run_declines_leaves_the_cache_untouched(why, before, run):
+    cache, loader = _loaded(before)
+    state = _cache_state(cache)
+    assert not loader.take_run(_run(run)), why
+    loader.flush()
+    assert _cache_state(cache) == state, why
+
+
+def test_a_run_taken_at_once_ends_as_its_pods_taken_one_by_one():
+    rng = random.Random(7)
+    before = [_pod_digest(f"old{i}", f"n{i % 4}") for i in range(5)]
+    run = [_pod_digest(f"p{i}", rng.choice(["n0", "n1", "n2", "n3", ""]), rng.randrange(1, 4000),
+                       namespace=rng.choice(["ns", "other"]), gpu=rng.choice([0, 0, 1, 2])) for i in range(200)]
+    at_once, loader = _loaded(before)
+    assert loader.take_run(_run(run))
+    loader.flush()
+    one_by_one, reference = _loaded(before)
+    for digest in run:
+        assert reference.take(digest)
+    reference.flush()
+    assert _cache_state(at_once) == _cache_state(one_by_one)
+    assert loader.applied == reference.applied == 5 + sum(1 for d in run if d[2])
