@@ -46,6 +46,7 @@ class Digester:
     def __init__(self) -> None:
         # resource -> {text: amount}, or _NOT_COUNTED for a resource the cache does not count
         self._quantities: dict[str, dict[str, int]] = {}
+        self._by_requests: dict[tuple, tuple] = {}  # one container's requests items -> its digest's requests
 
     def _amount(self, name: str, text: str) -> int | None:
         """The amount of one quantity (-1: a resource not counted), None where the per-record
@@ -90,6 +91,28 @@ class Digester:
             return None
         if not node or (status and status.get("phase") in TERMINAL_POD_PHASES):
             return namespace, name, "", ()
+        requests = self._requests(spec)
+        if requests is None:
+            return None
+        return namespace, name, node, requests
+
+    def _requests(self, spec: dict) -> tuple | None:
+        """The sorted non-zero (resource, amount) pairs a common pod requests; None for any
+        other pod. Most pods have one container with requests alone, and many share them
+        (the replicas of a workload): those are memoized on the requests' items."""
+        key = None
+        if not spec.get("initContainers") and not spec.get("resources") and spec.get("overhead") is None:
+            containers = spec.get("containers")
+            if type(containers) is list and len(containers) == 1 and type(containers[0]) is dict:
+                resources = containers[0].get("resources")
+                if type(resources) is dict and len(resources) == 1 and type(resources.get("requests")) is dict:
+                    key = tuple(resources["requests"].items())
+                    try:
+                        known = self._by_requests.get(key)
+                    except TypeError:  # a value that is a list or a map: simple_requests declines it
+                        key = known = None
+                    if known is not None:
+                        return known
         total = simple_requests(spec, self._amount)  # None: not a common pod's requests
         if total is None:
             return None
@@ -97,7 +120,13 @@ class Digester:
         for _, amount in requests:
             if amount > MAX_INT64:  # saturates: the per-record path clamps it
                 return None
-        return namespace, name, node, requests
+        # Only text gets here (simple_requests declines any other value), so a key never
+        # matches a number's equals (1 == 1.0 == True).
+        if key is not None:
+            if len(self._by_requests) >= _MEMO_SIZE:
+                self._by_requests.clear()
+            self._by_requests[key] = requests
+        return requests
 
 
 class BulkLoader:
