@@ -39,23 +39,24 @@ with it, every inlined helper taking an array inside a loop paid an atomic incre
 decrement per call, which cost more than the steps themselves.
 
 Up to 4 columns, each a separate local; narrower members repeat their last column with a
-request of 0 (always fits, subtracts nothing). A failed set is taken back out of
-`placement` from where each walk started and what it took there: past its pointer a
-component never placed anything.
+request of 0 (always fits, subtracts nothing). The node helpers on such locals and the
+greedy walk are `_nodefit`'s, shared with `firstfit_trio`; the steps on a node's columns
+held in locals (`_fitx`, `_store`) and the fill's give-back (`_drop`) are this kernel's own.
+A failed set is taken back out of `placement` from where each walk started and what it
+took there: past its pointer a component never placed anything.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._nodefit import MAX_COLUMNS, column, fit, holds, multiplies, quotient, sub, unplace, walk
 from ._numba import kernel
 
-MAX_COLUMNS = 4  # columns held as separate locals; wider members use the general kernel
-# Replicas and requests this kernel takes: _FEW x a request stays in int64, and a share
-# (replicas x request) is below 2**62, so two shares add up without overflow.
+# Replicas and requests this kernel takes: a share (replicas x request) is below 2**62, so
+# two shares add up without overflow.
 _FEW = 8
 _FEW_REQUEST = 2**59 - 1
-_FEW_WANT, _FEW_B = 2**20, 2**40  # a product of the two stays below 2**60
 
 
 def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> tuple[int, int] | None:
@@ -73,46 +74,17 @@ def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> t
 
 
 @kernel(inline="always", _nrt=False)
-def _column(requests: np.ndarray, c: int, k: int) -> int:
-    """requests[c, k], 0 past the last column."""
-    return requests[c, k] if k < requests.shape[1] else 0
-
-
-@kernel(inline="always", _nrt=False)
-def _quotient(a, r):
-    """a // r for a >= 0, r > 0; no division for r == 1 (pods, whole GPUs). Unsigned: no
-    rounding towards minus infinity to correct for, on the steps' critical path."""
-    return a if r == 1 else np.int64(np.uint64(a) // np.uint64(r))
-
-
-@kernel(inline="always", _nrt=False)
-def _fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
-    """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free.
-    Every requested column divides: branches on the amounts cost more than divisions."""
-    f = cap
-    if r0 > 0:
-        f = min(f, _quotient(available[p, 0], r0))
-    if r1 > 0:
-        f = min(f, _quotient(available[p, k1], r1))
-    if r2 > 0:
-        f = min(f, _quotient(available[p, k2], r2))
-    if r3 > 0:
-        f = min(f, _quotient(available[p, k3], r3))
-    return f
-
-
-@kernel(inline="always", _nrt=False)
 def _fitx(x0, x1, x2, x3, r0, r1, r2, r3, cap):
-    """`_fit` on a node's columns held in locals."""
+    """`fit` on a node's columns held in locals."""
     f = cap
     if r0 > 0:
-        f = min(f, _quotient(x0, r0))
+        f = min(f, quotient(x0, r0))
     if r1 > 0:
-        f = min(f, _quotient(x1, r1))
+        f = min(f, quotient(x1, r1))
     if r2 > 0:
-        f = min(f, _quotient(x2, r2))
+        f = min(f, quotient(x2, r2))
     if r3 > 0:
-        f = min(f, _quotient(x3, r3))
+        f = min(f, quotient(x3, r3))
     return f
 
 
@@ -127,57 +99,6 @@ def _store(available, p, k1, k2, k3, x0, x1, x2, x3):
 
 
 @kernel(inline="always", _nrt=False)
-def _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
-    """Node p holds one copy of (r0..r3)."""
-    return (available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2
-            and available[p, k3] >= r3)
-
-
-@kernel(inline="always", _nrt=False)
-def _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
-    """Take f copies of (r0..r3) from node p (the last column first: k1..k3 may repeat
-    the last column with a request of 0)."""
-    available[p, k3] -= f * r3
-    available[p, k2] -= f * r2
-    available[p, k1] -= f * r1
-    available[p, 0] -= f * r0
-
-
-@kernel(inline="always", _nrt=False)
-def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
-    """Greedy walk of c from node p placing up to `want` replicas (r0..r3: its request).
-
-    Returns (the node that completed `want`, else the node count; what is left; what it
-    placed on node p).
-    """
-    n_nodes = available.shape[0]
-    start = p
-    first = 0
-    while p < n_nodes:
-        if masks[c, p] and _holds(available, p, k1, k2, k3, r0, r1, r2, r3):
-            f = _fit(available, p, k1, k2, k3, r0, r1, r2, r3, want)
-            if f > 0:
-                _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f)
-                placement[c, p] += f
-                if p == start:
-                    first = f
-                want -= f
-                if want == 0:
-                    break
-        p += 1
-    return p, want, first
-
-
-@kernel(inline="always", _nrt=False)
-def _unplace(placement: np.ndarray, c: int, start: int, took: int, end: int) -> None:
-    """Take one set's share of c (its walk began at node `start`, took `took` there and
-    ended at node `end`) back out of `placement`."""
-    placement[c, start] -= took
-    for q in range(start + 1, min(end, placement.shape[1] - 1) + 1):
-        placement[c, q] = 0
-
-
-@kernel(inline="always", _nrt=False)
 def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
     """Take the last `extra` replicas of a fill of c (from node `start` to node `end`; at
     most what it placed, so the walk back never reaches what was there before it) back out
@@ -189,7 +110,7 @@ def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3
         if drop > 0:
             placement[c, q] -= drop
             if give_back:
-                _sub(available, q, k1, k2, k3, r0, r1, r2, r3, -drop)
+                sub(available, q, k1, k2, k3, r0, r1, r2, r3, -drop)
             extra -= drop
         if extra > 0:
             q -= 1
@@ -218,14 +139,14 @@ def pair_first_fit(
     last = n_cols - 1
     k1, k2, k3 = min(1, last), min(2, last), min(3, last)
     ra, rb = replicas[first], replicas[second]
-    a0, a1, a2, a3 = (_column(requests, first, 0), _column(requests, first, 1), _column(requests, first, 2),
-                      _column(requests, first, 3))
-    b0, b1, b2, b3 = (_column(requests, second, 0), _column(requests, second, 1), _column(requests, second, 2),
-                      _column(requests, second, 3))
+    a0, a1, a2, a3 = (column(requests, first, 0), column(requests, first, 1), column(requests, first, 2),
+                      column(requests, first, 3))
+    b0, b1, b2, b3 = (column(requests, second, 0), column(requests, second, 1), column(requests, second, 2),
+                      column(requests, second, 3))
     wa0, wa1, wa2, wa3 = ra * a0, ra * a1, ra * a2, ra * a3  # A's share of one set
     wb0, wb1, wb2, wb3 = rb * b0, rb * b1, rb * b2, rb * b3
     d0, d1, d2, d3 = wa0 + wb0, wa1 + wb1, wa2 + wb2, wa3 + wb3  # one whole set on one node
-    few_b = max(b0, b1, b2, b3) <= _FEW_B  # want x request fits in int64 for want <= _FEW_WANT
+    few_a, few_b = multiplies(a0, a1, a2, a3), multiplies(b0, b1, b2, b3)  # `walk`'s bounds
     pa = 0
     pb = 0
     sets = 0
@@ -272,7 +193,7 @@ def pair_first_fit(
                 q = p + 1
                 y0, y1, y2, y3 = available[q, 0], available[q, k1], available[q, k2], available[q, k3]
                 carried = False
-                if (few_b and want <= _FEW_WANT and masks[second, q] and y0 >= want * b0 and y1 >= want * b1
+                if (want <= few_b and masks[second, q] and y0 >= want * b0 and y1 >= want * b1
                         and y2 >= want * b2 and y3 >= want * b3):
                     # All of it on p + 1, whose columns the next step starts from.
                     x0, x1, x2, x3 = y0 - want * b0, y1 - want * b1, y2 - want * b2, y3 - want * b3
@@ -281,7 +202,7 @@ def pair_first_fit(
                     placement[second, q] += want
                     left = 0
                 else:
-                    q, left, _ = _walk(available, masks, second, q, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                    q, left, _ = walk(available, masks, second, q, want, k1, k2, k3, b0, b1, b2, b3, few_b, placement)
                 work += q - p + 2
                 if left > 0:
                     placed = fb + want - left
@@ -289,7 +210,7 @@ def pair_first_fit(
                     _drop(available, placement, second, p, n_nodes - 1, placed - done * rb,
                           k1, k2, k3, b0, b1, b2, b3, False)
                     # Sets after the failing one never happen: their shares of A go back.
-                    _sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1 - t)
+                    sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1 - t)
                     placement[first, p] += done * ra
                     info[0] = second
                     info[1] += work
@@ -298,26 +219,26 @@ def pair_first_fit(
                 pb = q
                 sets += t
                 by_hand = False
-                if sets >= upper or q != p + 1 or _holds(available, p, k1, k2, k3, a0, a1, a2, a3):
+                if sets >= upper or q != p + 1 or holds(available, p, k1, k2, k3, a0, a1, a2, a3):
                     break  # A stays behind B (or done): the general steps
                 pa = q  # A fits none on p: both pointers on q
             if not by_hand:
                 continue
         elif pa < pb:
-            while pa < pb and not (masks[first, pa] and _holds(available, pa, k1, k2, k3, a0, a1, a2, a3)):
+            while pa < pb and not (masks[first, pa] and holds(available, pa, k1, k2, k3, a0, a1, a2, a3)):
                 pa += 1  # fits no replica of A: no set ever places one there
                 work += 1
             if pa == pb:
                 continue
-            s = _fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
+            s = fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
             if s > 0:
                 # A's share of s sets on pa, B's replicas for them filled from pb on.
                 want = s * rb
-                p, left, _ = _walk(available, masks, second, pb, want, k1, k2, k3, b0, b1, b2, b3, placement)
+                p, left, _ = walk(available, masks, second, pb, want, k1, k2, k3, b0, b1, b2, b3, few_b, placement)
                 work += p - pb + 2
                 if left == 0:
                     pb = p
-                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
+                    sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
                     placement[first, pa] += s * ra
                     sets += s
                     continue
@@ -327,13 +248,13 @@ def pair_first_fit(
                 done = placed // rb
                 _drop(available, placement, second, pb, n_nodes - 1, placed - done * rb,
                       k1, k2, k3, b0, b1, b2, b3, False)
-                _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1)
+                sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1)
                 placement[first, pa] += done * ra
                 info[0] = second
                 info[1] += work
                 return sets + done
         elif pa < n_nodes and masks[first, pa]:  # (pa < n_nodes always: A's walk fails at the end)
-            s = _fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
+            s = fit(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, upper - sets)
             if s > 0:
                 # A's share of s sets on pa; B's filled from pb, but only on nodes before
                 # pa: replicas of a set it cannot complete there are given back.
@@ -342,9 +263,9 @@ def pair_first_fit(
                 left = want
                 while p < pa:
                     if masks[second, p]:
-                        f = _fit(available, p, k1, k2, k3, b0, b1, b2, b3, left)
+                        f = fit(available, p, k1, k2, k3, b0, b1, b2, b3, left)
                         if f > 0:
-                            _sub(available, p, k1, k2, k3, b0, b1, b2, b3, f)
+                            sub(available, p, k1, k2, k3, b0, b1, b2, b3, f)
                             placement[second, p] += f
                             left -= f
                             if left == 0:
@@ -358,34 +279,34 @@ def pair_first_fit(
                     s = done
                 pb = p
                 if s > 0:
-                    _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
+                    sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, s)
                     placement[first, pa] += s * ra
                     sets += s
                     continue
         # One set by hand: A's walk, then B's.
         start_a = pa
-        if pa < n_nodes and masks[first, pa] and _holds(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3):
-            _sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
+        if pa < n_nodes and masks[first, pa] and holds(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3):
+            sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, 1)
             placement[first, pa] += ra
             took_a = ra
         else:
-            pa, left, took_a = _walk(available, masks, first, pa, ra, k1, k2, k3, a0, a1, a2, a3, placement)
+            pa, left, took_a = walk(available, masks, first, pa, ra, k1, k2, k3, a0, a1, a2, a3, few_a, placement)
             work += pa - start_a
             if left > 0:
-                _unplace(placement, first, start_a, took_a, pa)
+                unplace(placement, first, start_a, took_a, pa)
                 info[0] = first
                 info[1] += work + 1
                 return sets
         start_b = pb
-        if pb < n_nodes and masks[second, pb] and _holds(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3):
-            _sub(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3, 1)
+        if pb < n_nodes and masks[second, pb] and holds(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3):
+            sub(available, pb, k1, k2, k3, wb0, wb1, wb2, wb3, 1)
             placement[second, pb] += rb
         else:
-            pb, left, took_b = _walk(available, masks, second, pb, rb, k1, k2, k3, b0, b1, b2, b3, placement)
+            pb, left, took_b = walk(available, masks, second, pb, rb, k1, k2, k3, b0, b1, b2, b3, few_b, placement)
             work += pb - start_b
             if left > 0:
-                _unplace(placement, second, start_b, took_b, pb)
-                _unplace(placement, first, start_a, took_a, pa)
+                unplace(placement, second, start_b, took_b, pb)
+                unplace(placement, first, start_a, took_a, pa)
                 info[0] = second
                 info[1] += work + 2
                 return sets

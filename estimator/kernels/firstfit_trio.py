@@ -7,12 +7,15 @@ still fit them, moving on every set or two, while the gpu group's two replicas l
 GPU nodes a few nodes apart. So the general kernel's bulk steps almost never apply (Ray at
 10k nodes: the same time with them switched off) and its cost is the sets by hand, each
 visit a loop over a request row. Here every component's request and share (replicas x
-request) sit in locals for its walk, up to 4 columns (`firstfit_pair`'s node helpers):
+request) sit in locals for its walk, up to 4 columns (`_nodefit`'s node helpers and walk,
+shared with `firstfit_pair`):
 
 - Pointers, as in `firstfit`: nodes only lose resources, so each component's walk starts
   where its last one ended, and the nodes before it fit none of it for good.
-- A walk divides only on a node that holds fewer than the replicas it still wants
-  (want <= _FEW keeps want x request in int64): Ray at 10k, 0.10 ms instead of 0.15.
+- A walk divides only on a node that holds fewer than the replicas it still wants: Ray
+  at 10k, 0.10 ms instead of 0.15. want <= _FEW and requests up to _FEW_REQUEST keep
+  want x request in int64 on every walk, so the walk's bound is INT64_MAX (its dividing
+  branch for larger wants then compiles away).
 - A walk whose pointer's node holds the component's whole share takes it there in one
   test and one subtraction, and the pointer stays (the node may fit more).
 - When all three took their share whole on their pointers' nodes, the next s sets land
@@ -30,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._nodefit import INT64_MAX, MAX_COLUMNS, column, fit, holds, sub, unplace, walk
 from ._numba import kernel
-from .firstfit_pair import MAX_COLUMNS, _column, _fit, _holds, _quotient, _sub, _unplace
 
 COMPONENTS = 3
 # Replicas and requests this kernel takes: a share (at most _FEW x a request) is at most
@@ -58,44 +61,6 @@ def trio_components(requests: np.ndarray, counts: list[int]) -> tuple[int, int, 
 def scratch() -> np.ndarray:
     """The kernel's scratch rows (any content)."""
     return np.empty((COMPONENTS, 8), dtype=np.int64)
-
-
-@kernel(inline="always", _nrt=False)
-def _fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want):
-    """min(want, copies of (r0..r3) node p holds) for want <= _FEW: want x a request stays
-    in int64, so a column divides only where the node holds less than `want` copies."""
-    f = want
-    if f * r3 > available[p, k3]:
-        f = _quotient(available[p, k3], r3)
-    if f * r2 > available[p, k2]:
-        f = _quotient(available[p, k2], r2)
-    if f * r1 > available[p, k1]:
-        f = _quotient(available[p, k1], r1)
-    if f * r0 > available[p, 0]:
-        f = _quotient(available[p, 0], r0)
-    return f
-
-
-@kernel(inline="always", _nrt=False)
-def _walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, placement):
-    """`firstfit_pair._walk` testing the last column first (a gpu group walks past many
-    nodes without GPUs, each visit then ends on its first test) and fitting by `_fit_few`."""
-    n_nodes = available.shape[0]
-    start = p
-    first = 0
-    while p < n_nodes:
-        if (masks[c, p] and available[p, k3] >= r3 and available[p, k2] >= r2 and available[p, k1] >= r1
-                and available[p, 0] >= r0):
-            f = _fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want)
-            _sub(available, p, k1, k2, k3, r0, r1, r2, r3, f)
-            placement[c, p] += f
-            if p == start:
-                first = f
-            want -= f
-            if want == 0:
-                break
-        p += 1
-    return p, want, first
 
 
 @kernel(inline="always", _nrt=False)
@@ -127,7 +92,7 @@ def trio_first_fit(
     for i in range(COMPONENTS):
         c = _nth(i, c0, c1, c2)
         for k in range(MAX_COLUMNS):
-            rows[i, k] = replicas[c] * _column(requests, c, k)
+            rows[i, k] = replicas[c] * column(requests, c, k)
         rows[i, _POINTER] = 0
     sets = 0
     work = 0
@@ -138,21 +103,21 @@ def trio_first_fit(
             p = rows[i, _POINTER]
             rows[i, _START] = p
             if (p < n_nodes and masks[c, p]
-                    and _holds(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3])):
-                _sub(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3], 1)
+                    and holds(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3])):
+                sub(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3], 1)
                 placement[c, p] += replicas[c]
                 rows[i, _TOOK] = replicas[c]
                 whole += 1
                 continue
-            q, left, took = _walk(available, masks, c, p, replicas[c], k1, k2, k3, _column(requests, c, 0),
-                                  _column(requests, c, 1), _column(requests, c, 2), _column(requests, c, 3),
-                                  placement)
+            q, left, took = walk(available, masks, c, p, replicas[c], k1, k2, k3, column(requests, c, 0),
+                                  column(requests, c, 1), column(requests, c, 2), column(requests, c, 3),
+                                 INT64_MAX, placement)
             rows[i, _POINTER] = q
             rows[i, _TOOK] = took
             work += q - p
             if left > 0:
                 for j in range(i + 1):
-                    _unplace(placement, _nth(j, c0, c1, c2), rows[j, _START], rows[j, _TOOK], rows[j, _POINTER])
+                    unplace(placement, _nth(j, c0, c1, c2), rows[j, _START], rows[j, _TOOK], rows[j, _POINTER])
                 info[0] = c
                 info[1] += work + i + 1
                 return sets
@@ -171,13 +136,13 @@ def trio_first_fit(
             for j in range(i, COMPONENTS):
                 if rows[j, _POINTER] == p:
                     d0, d1, d2, d3 = d0 + rows[j, 0], d1 + rows[j, 1], d2 + rows[j, 2], d3 + rows[j, 3]
-            s = _fit(available, p, k1, k2, k3, d0, d1, d2, d3, s)
+            s = fit(available, p, k1, k2, k3, d0, d1, d2, d3, s)
         work += COMPONENTS
         if s > 0:
             for i in range(COMPONENTS):
                 c = _nth(i, c0, c1, c2)
                 p = rows[i, _POINTER]
-                _sub(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3], s)
+                sub(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3], s)
                 placement[c, p] += s * replicas[c]
             sets += s
     info[1] += work
