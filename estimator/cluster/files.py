@@ -186,7 +186,7 @@ def _save_state(cache: ClusterCache, recorder: statecache.Recorder, paths: list[
         outcome = statecache.save(cache, recorder, paths, keys, directory)
         return orjson.dumps(str(outcome) if isinstance(outcome, Path) else list(outcome))
 
-    writer = forked.start(save)
+    writer = forked.start(lambda send: send(save()))
     thread = threading.Thread(target=_await_writer, args=(writer, started), name="state-cache-writer", daemon=True)
     _writers.append(thread)
     thread.start()

@@ -4,14 +4,15 @@ Parsing and reading the pods of a 50k-node member file is seconds of single-thre
 Python. Here a forked worker parses the items after a cut near the middle of the `items`
 array and digests its common pods (bulkload.Digester, which needs no cache state), while
 this process parses and loads the items before the cut. The worker hands back, in file
-order, the digests of each run of common pods and the parsed object for everything else (marshal:
-the same interpreter on both ends, plain JSON values only); this process then applies them
+order and a frame at a time as it goes (estimator.cluster.forked), the digests of each run
+of common pods and the parsed object for everything else (marshal: the same interpreter on
+both ends, plain JSON values only); once its own part is loaded, this process applies them
 exactly as if it had read them itself (files._load_objects), so the state and the error
 messages are the sequential load's.
 
 The cut is proved as every slice cut is (jsonitems.proved_slices): the items before it
 parse whole up to it. Until that proof the worker's output is not used; if it fails, or the
-worker does not deliver, this process reads the rest itself. Only a process whose other
+worker stops part-way, this process reads the rest itself, after the last frame it took. Only a process whose other
 threads are daemons forks (estimator.cluster.forked, and `can_fork`).
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import marshal
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -31,9 +32,12 @@ from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, _slices, ite
 
 # Smaller files (a 10k-node member is 35 MB) load in about a second and a half: left on one core.
 MIN_BYTES = 64 << 20
+# The worker sends its items every FRAME_SLICES slices (4 MB of the file), so this process
+# takes them while the worker reads on, and is left with one frame after the worker ends.
+FRAME_SLICES = 4
 # This process applies the worker's part after its own, but a run of digests costs a fifth of
 # parsing and reading it (BulkLoader.take_run), so an even cut keeps both cores busy to the
-# end: 50k nodes loaded in 3.1-3.6 s at 0.52 against 3.9-4.2 s at 0.42.
+# end (the 50k member: 3.3-3.4 s at 0.5, 3.4-3.7 s at 0.46 or 0.54, 4.1-4.6 s at 0.58).
 HEAD_SHARE = 0.5
 
 
@@ -63,7 +67,7 @@ def objects(path: Path, min_bytes: int = MIN_BYTES, head_share: float = HEAD_SHA
         return None
     cut = found + separator.index(b",")
     item_kind = str(rest["kind"])[: -len("List")]
-    worker = forked.start(lambda: _work(raw, cut + 1, end, separator, slice_bytes, item_kind))
+    worker = forked.start(lambda send: _work(send, raw, cut + 1, end, separator, slice_bytes, item_kind))
     return _checked(path, raw, _read(raw, rest, begin, cut, end, separator, slice_bytes, item_kind, worker))
 
 
@@ -74,14 +78,16 @@ def _checked(path: Path, raw: bytes, items: Iterator[Any]) -> Iterator[Any]:
         invalid_json(path, raw)
 
 
-def _work(raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, item_kind: str) -> bytes:
-    """The worker's part, marshalled: its items in file order, each run of consecutive
-    common pods as one tuple of four lists (namespaces, names, nodes, requests: their
-    digests column-wise, for BulkLoader.take_run), everything else as parsed."""
+def _work(send: Callable[[bytes], None], raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int,
+          item_kind: str) -> None:
+    """The worker's part, sent a frame at a time (marshalled lists, FRAME_SLICES slices
+    each): its items in file order, each run of consecutive common pods as one tuple of
+    four lists (namespaces, names, nodes, requests: their digests column-wise, for
+    BulkLoader.take_run), everything else as parsed."""
     digest = Digester().digest
     out: list = []
     run: tuple[list, list, list, list] | None = None
-    for items in proved_slices(raw, start, end, separator, slice_bytes):
+    for number, items in enumerate(proved_slices(raw, start, end, separator, slice_bytes), 1):
         for item in items:
             if type(item) is dict:
                 if item_kind and "kind" not in item:
@@ -101,22 +107,20 @@ def _work(raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, 
                         continue
             run = None
             out.append(item)
-    return marshal.dumps(out)
+        if number % FRAME_SLICES == 0:
+            send(marshal.dumps(out))
+            out, run = [], None
+    if out:
+        send(marshal.dumps(out))
 
 
-def _received(worker: forked.Child) -> list | None:
-    data = forked.result(worker)
-    if data is None:
-        return None
-    try:
-        return marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
-        return None
+def _count(items: list) -> int:
+    """How many of the file's items a frame holds (a run holds one per pod)."""
+    return sum(len(item[0]) if type(item) is tuple else 1 for item in items)
 
 
 def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: bytes, slice_bytes: int,
           item_kind: str, worker: forked.Child) -> Iterator[Any]:
-    reaped = False
     try:
         yielded = 0
         try:
@@ -129,17 +133,25 @@ def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: byt
         except UnprovedSlice:
             # The cut was not a boundary, or the document is broken: not the worker's business.
             forked.kill(worker)
-            reaped = True
             yield from _kinded(items_after(raw, rest, yielded), item_kind)
             return
-        tail = _received(worker)
-        reaped = True
-        if tail is None:
-            tail = _kinded(_slices(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
-        yield from tail
-    finally:
-        if not reaped:  # the consumer stopped early (a bad object)
+        head = yielded
+        try:
+            for frame in forked.frames(worker):
+                items = marshal.loads(frame)
+                yield from items
+                yielded += _count(items)
+            return
+        except (forked.Failed, EOFError, ValueError, TypeError):
             forked.kill(worker)
+        # The worker stopped part-way (a document broken after the cut, or the worker died):
+        # the rest is read here, from where its last frame ended, with the sequential load's errors.
+        if yielded == head:
+            yield from _kinded(_slices(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
+        else:  # (no byte offset for the end of a frame: the boundaries from the byte scan)
+            yield from _kinded(items_after(raw, rest, yielded), item_kind)
+    finally:
+        forked.kill(worker)  # (nothing to do unless the consumer stopped early: a bad object)
 
 
 def _kinded(items: Iterator[Any], item_kind: str) -> Iterator[Any]:

@@ -8,6 +8,7 @@ worker's part is then not used), and a broken file must fail with the same messa
 
 from __future__ import annotations
 
+import os
 import random
 
 import orjson
@@ -97,3 +98,23 @@ def test_a_bad_object_or_broken_json_fails_as_the_sequential_load_does(tmp_path,
             objects = splitload.objects(path, min_bytes=0, head_share=share, slice_bytes=128)
             files._load_objects(ClusterCache(), path, objects, None, bulk=True)
         assert str(split.value) == str(sequential.value)
+
+
+@pytest.mark.parametrize("dies_after", [0, 30, 150])
+def test_a_worker_that_dies_part_way_leaves_the_rest_to_this_process(tmp_path, monkeypatch, dies_after):
+    path = tmp_path / "member.json"
+    path.write_bytes(orjson.dumps(v1_list(_member(random.Random(3)))))
+    expected = _reference(path)
+
+    class Dying(splitload.Digester):
+        digested = 0
+
+        def digest(self, obj):
+            Dying.digested += 1
+            if Dying.digested > dies_after:
+                os._exit(7)  # (in the worker: only it digests with splitload's Digester)
+            return super().digest(obj)
+
+    monkeypatch.setattr(splitload, "Digester", Dying)
+    for share in (0.1, 0.4):
+        assert _split_load(path, share) == expected, share
