@@ -20,8 +20,7 @@ from typing import Sequence
 from estimator.core import flags
 from estimator.core.errors import StateLoadError
 from estimator.deploy import cli as manifests_cli
-from estimator.estimate.plugins.noderesource import PACKING_MODES
-from estimator.kernels import cache_note
+from estimator.core.model import PACKING_MODES
 from estimator.service import logsetup
 from estimator.service.httpendpoints import BindAddressError
 
@@ -103,12 +102,18 @@ class _EstimatorParser(_Parser):
             self.error("the following arguments are required: --cluster-name")
         return parsed, extra
 
+    def format_help(self) -> str:
+        if self.epilog is None:  # written on demand: estimator.kernels imports numba
+            from estimator.kernels import cache_note
+
+            self.epilog = cache_note()
+        return super().format_help()
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = _EstimatorParser(
         prog="karmada-estimator", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # pflag has no abbreviations; --cluster must not mean --cluster-name
-        epilog=cache_note(),
     )
     commands = p.add_subparsers(dest="command", title="commands (without one: serve estimates)", metavar="[COMMAND]",
                                 parser_class=argparse.ArgumentParser)
@@ -318,7 +323,7 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if args.objects:
         from estimator.cluster.state import FileClusterState
 
-        return FileClusterState(args.objects, state_cache=args.objects_cache or None)
+        return FileClusterState(args.objects, state_cache=args.objects_cache or None, meanwhile=_import_service)
     try:
         from estimator.cluster.watch import KubeConfigError, WatchClusterState
     except ImportError:
@@ -329,6 +334,12 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
                                  burst=args.kube_api_burst)
     except KubeConfigError as error:
         raise StateLoadError(str(error)) from None  # main() logs it and exits 2
+
+
+def _import_service() -> None:
+    """The service's modules (grpc, numba and the kernels: about 0.3 s of one core), imported
+    while the loader's forked worker reads the second part of a big member file."""
+    import estimator.service.server  # noqa: F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -350,13 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logsetup.configure(options=options)
     log_startup_notes(args, gates, options, _given(argv))
 
-    from estimator.service.server import EstimatorServer, ServerConfig
-
     try:
         state = _state(parser, args)
     except StateLoadError as error:
         log.error("cannot load cluster state: %s", error)
         return 2
+    from estimator.service.server import EstimatorServer, ServerConfig
     config = ServerConfig(
         cluster_name=args.cluster_name,
         server_port=args.server_port,

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import orjson
 
@@ -43,10 +43,11 @@ def _describe(obj: Any, index: int) -> str:
 
 
 def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | None = None, bulk: bool = True,
-               split: bool = True) -> int:
-    """`split`: a big JSON list may be read on two cores (estimator.cluster.splitload)."""
+               split: bool = True, meanwhile: Callable[[], None] | None = None) -> int:
+    """`split`: a big JSON list may be read on two cores (estimator.cluster.splitload), and
+    `meanwhile` run while its worker reads."""
     try:
-        objects = splitload.objects(path) if bulk and split else None
+        objects = splitload.objects(path, meanwhile=meanwhile) if bulk and split else None
         return _load_objects(cache, path, iter_objects(path) if objects is None else objects, recorder, bulk)
     except ObjectFileError as err:
         raise StateLoadError(str(err)) from None
@@ -120,7 +121,7 @@ _DEFAULT_DIR = object()
 
 def load_object_files(
     paths: Sequence[str | Path], state_cache: Path | str | None | object = _DEFAULT_DIR,
-    min_bytes: int = statecache.MIN_BYTES, background: bool = False,
+    min_bytes: int = statecache.MIN_BYTES, background: bool = False, meanwhile: Callable[[], None] | None = None,
 ) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad.
 
@@ -128,6 +129,8 @@ def load_object_files(
     default: its `default_dir()`, None: off), used when the files hold at least `min_bytes`.
     `background`: write a new entry in a forked writer, so the caller need not wait for it
     (a server's first load, before it serves; see `_save_state`).
+    `meanwhile`: the caller's own work (a server's imports), run while the worker of a
+    split load reads (splitload.objects); not run at all when no file is split.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -158,7 +161,8 @@ def load_object_files(
         recorder = statecache.Recorder() if keys is not None else None
         cache = ClusterCache()
         for path in paths:
-            _load_file(cache, path, recorder)
+            _load_file(cache, path, recorder, meanwhile=meanwhile)
+            meanwhile = None  # (once: a later file's worker would only wait for it)
         parsed = time.perf_counter()
         log.info("parsed %s in %.2f s", ", ".join(map(str, paths)), parsed - started)
         if recorder is not None:

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from estimator.cluster import gccontrol, statecache
 from estimator.cluster.cache import ClusterCache
@@ -59,9 +59,11 @@ class FileClusterState:
     reload keeps serving the previous state and logs why.
     """
 
-    def __init__(self, paths: Sequence[str | Path], state_cache: str | None = None):
+    def __init__(self, paths: Sequence[str | Path], state_cache: str | None = None,
+                 meanwhile: Callable[[], None] | None = None):
         """`state_cache`: the parsed-state cache directory (estimator.cluster.statecache);
-        None: its default, "off": no cache."""
+        None: its default, "off": no cache. `meanwhile`: the caller's work, run while a
+        forked worker reads part of a big file (files.load_object_files), if one does."""
         self.paths = [Path(p) for p in paths]
         self._cache_dir = statecache.default_dir({statecache.ENV: state_cache} if state_cache else os.environ)
         self._lock = threading.Lock()
@@ -74,7 +76,8 @@ class FileClusterState:
         gccontrol.settle("start")
         with gccontrol.paused():
             # Before any server thread exists: a new state entry is written by a forked writer.
-            self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir, background=True)
+            self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir, background=True,
+                                                            meanwhile=meanwhile)
             gccontrol.settle("load", collect=False)
         self._loaded_at = time.time()
         self.last_reload_error = ""

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# How the node-resource plugin packs component sets: `best` never fewer than Karmada's first-fit.
+PACKING_MODES = ("best", "first-fit")
+
 # Node selector operators (k8s.io/api/core/v1 NodeSelectorOperator).
 OP_IN = "In"
 OP_NOT_IN = "NotIn"

@@ -118,3 +118,32 @@ def test_a_worker_that_dies_part_way_leaves_the_rest_to_this_process(tmp_path, m
     monkeypatch.setattr(splitload, "Digester", Dying)
     for share in (0.1, 0.4):
         assert _split_load(path, share) == expected, share
+
+
+def test_the_callers_work_runs_once_while_the_worker_reads(tmp_path):
+    path = tmp_path / "member.json"
+    path.write_bytes(orjson.dumps(v1_list(_member(random.Random(4)))))
+    expected = _reference(path)
+    ran = []
+    objects = splitload.objects(path, min_bytes=0, slice_bytes=256, meanwhile=lambda: ran.append(os.getpid()))
+    assert ran == [os.getpid()]  # here, before a single object was read
+    cache, recorder = ClusterCache(), statecache.Recorder()
+    files._load_objects(cache, path, objects, recorder, bulk=True)
+    assert _state(cache, recorder) == expected
+    assert splitload.objects(path, meanwhile=lambda: ran.append("small file")) is None  # (under MIN_BYTES)
+    assert ran == [os.getpid()]
+
+
+def test_work_that_fails_stops_the_worker_and_raises(tmp_path, monkeypatch):
+    path = tmp_path / "member.json"
+    path.write_bytes(orjson.dumps(v1_list(_member(random.Random(5)))))
+    started = []
+    start = splitload.forked.start
+    monkeypatch.setattr(splitload.forked, "start", lambda work: started.append(start(work)) or started[-1])
+
+    def fail():
+        raise ImportError("no such module")
+
+    with pytest.raises(ImportError):
+        splitload.objects(path, min_bytes=0, meanwhile=fail)
+    assert len(started) == 1 and started[0].reaped

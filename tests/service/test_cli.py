@@ -146,3 +146,11 @@ def test_verbose_logs_show_each_estimate_and_its_placement(tmp_path):
     text = (tmp_path / "log.txt").read_text()
     assert "MaxAvailableComponentSets object='kind=PyTorchJob, name=ml-team/x' sets=4" in text
     assert "placement of 4 sets: {'worker': {'member-c-gpu-1': 8}}" in text
+
+
+def test_the_command_line_imports_neither_numba_nor_grpc_before_the_state_loads():
+    # The loader's worker reads a big member file while the service's modules are imported
+    # (estimator.__main__._import_service): importing the entry point must stay light.
+    code = "import sys, estimator.__main__; print(sorted(m for m in ('numba', 'grpc') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

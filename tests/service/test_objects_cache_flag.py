@@ -16,7 +16,7 @@ def given_cache_dir(monkeypatch, argv: list[str]):
     """The state-cache directory `karmada-estimator argv` hands the object-file loader."""
     seen = []
 
-    def load(paths, state_cache, background=False):
+    def load(paths, state_cache, background=False, meanwhile=None):
         seen.append(state_cache)
         from estimator.cluster.files import load_object_files
         return load_object_files(paths, state_cache=None)

@@ -23,7 +23,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from estimator import kernels
-from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
+from estimator.core.model import (
+    PACKING_MODES, AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery,
+)
 from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
@@ -34,8 +36,6 @@ NAME = "NodeResourceEstimator"
 
 REASON_EMPTY_COMPONENTS = f"{NAME} received empty components list"
 REASON_NO_RESOURCES = "no enough resources"
-
-PACKING_MODES = ("best", "first-fit")
 
 
 def _columns(shapes: Iterable[ReplicaShape]) -> tuple[str, ...]:
