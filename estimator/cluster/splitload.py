@@ -12,8 +12,9 @@ messages are the sequential load's.
 
 The cut is proved as every slice cut is (jsonitems.proved_slices): the items before it
 parse whole up to it. Until that proof the worker's output is not used; if it fails, or the
-worker stops part-way, this process reads the rest itself, after the last frame it took. Only a process whose other
-threads are daemons forks (estimator.cluster.forked, and `can_fork`).
+worker stops part-way, this process reads the rest itself, after the last frame it took.
+Only a process whose other threads are daemons forks (estimator.cluster.forked, and
+`can_fork`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ MIN_BYTES = 64 << 20
 FRAME_SLICES = 4
 # This process applies the worker's part after its own, but a run of digests costs a fifth of
 # parsing and reading it (BulkLoader.take_run), so an even cut keeps both cores busy to the
-# end (the 50k member: 3.3-3.4 s at 0.5, 3.4-3.7 s at 0.46 or 0.54, 4.1-4.6 s at 0.58).
+# end (the 50k member loaded in-process: 3.3-3.4 s at 0.5, 3.4-3.7 s at 0.46 or 0.54,
+# 4.1-4.6 s at 0.58).
 HEAD_SHARE = 0.5
 # With the caller's own work to do on this core first (`objects(meanwhile=...)`: the
 # server's imports, about 0.3 s), this process takes less of the file (server ready at 50k,
