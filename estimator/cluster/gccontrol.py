@@ -9,7 +9,9 @@ during a list/watch sync (half its CPU) and as pauses in front of estimates. Thr
   one collection so garbage cycles are not kept forever; `collect=False` skips that
   collection when the caller knows the objects were built without cycles of garbage
   (a paused load: the parsed document is freed by reference counting);
-- `young()`: a generation-0 collection, for loops that keep allocating (watch events).
+- `young()`: a generation-0 collection, for loops that keep allocating (watch events);
+- `sweep()`: one full collection now, even inside a paused region (work there that leaves
+  garbage cycles: a numba compilation while a member file loads).
 
 Frozen objects are still freed by reference counting; `thaw()` hands them back to normal
 collection (a process that outlives its state, e.g. tests, or a reload whose old state
@@ -68,6 +70,15 @@ def thaw() -> None:
     """Give frozen objects back to normal collection."""
     with _lock:
         gc.unfreeze()
+
+
+def sweep(after: str) -> int:
+    """One full collection now, paused or not; returns the objects it freed. Logged at V(0)."""
+    with _lock:
+        started = time.perf_counter()
+        freed = gc.collect()
+    log.info("gc: freed %d objects after %s in %.0f ms", freed, after, (time.perf_counter() - started) * 1000)
+    return freed
 
 
 def young() -> None:

@@ -42,8 +42,9 @@ FRAME_SLICES = 4
 # 4.1-4.6 s at 0.58).
 HEAD_SHARE = 0.5
 # With the caller's own work to do on this core first (`objects(meanwhile=...)`: the
-# server's imports, about 0.3 s), this process takes less of the file (server ready at 50k,
-# three starts each: 3.45-4.07 s at 0.47, 3.72-4.19 s at 0.41, 3.65-4.68 s at 0.53).
+# server's imports and kernel loading, about 0.4 s), this process takes less of the file
+# (server ready at 50k, eight starts each, interleaved: median 3.31 s at 0.47, 3.37 s at
+# 0.44, 3.39 s at 0.42; the optimum is flat, and the noise between starts is ±0.3 s).
 HEAD_SHARE_AFTER_WORK = 0.47
 
 

@@ -150,7 +150,46 @@ def test_verbose_logs_show_each_estimate_and_its_placement(tmp_path):
 
 def test_the_command_line_imports_neither_numba_nor_grpc_before_the_state_loads():
     # The loader's worker reads a big member file while the service's modules are imported
-    # (estimator.__main__._import_service): importing the entry point must stay light.
+    # (estimator.__main__._prepare_service): importing the entry point must stay light.
     code = "import sys, estimator.__main__; print(sorted(m for m in ('numba', 'grpc') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_work_done_while_a_member_file_loads_leaves_the_kernels_loaded_and_no_garbage_cycles():
+    # What the server runs while the loader's worker reads (estimator.__main__._prepare_service):
+    # inside the load's paused collector, whose survivors are frozen for good afterwards.
+    code = """
+import importlib, pkgutil, weakref
+from numba.core.dispatcher import Dispatcher
+import estimator.__main__ as entry
+import estimator.kernels as kernels
+from estimator.cluster import gccontrol
+
+def compiled():
+    found = {}
+    for module in pkgutil.iter_modules(kernels.__path__):
+        loaded = importlib.import_module(f"estimator.kernels.{module.name}")
+        for name, value in vars(loaded).items():
+            if isinstance(value, Dispatcher):
+                found[f"{module.name}.{name}"] = len(value.signatures)
+    return found
+
+class Cycle:
+    pass
+
+before = compiled()
+with gccontrol.paused():
+    cycle = Cycle()
+    cycle.me = cycle
+    ref = weakref.ref(cycle)
+    del cycle
+    entry._prepare_service()
+    print(ref() is None)
+after = compiled()
+kernels.warmup()
+print(sum(before.values()), sum(after.values()) > 0, compiled() == after)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "0", "True", "True"]
