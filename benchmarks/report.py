@@ -284,7 +284,8 @@ def _section(result: dict, plot_prefix: str) -> str:
   (the request conversion memo still hits, as for a scheduler re-asking its shapes, and so does what the
   snapshot keeps per request shape, such as upper bounds: the first request after a watch event costs
   more, and is not measured here). The RPC figures the targets judge are the new-answer ones; *empty RPC*
-  is the health Check from the same client in the same run. *Cold* start uses an empty
+  is the health Check from the same client, sent before each of the one-caller run's calls
+  and timed apart (p50 over p50), so both meet the same machine call by call. *Cold* start uses an empty
   `NUMBA_CACHE_DIR`, *warm* the repository's `.numba_cache`. RSS from `/proc/PID/status` after the RPC runs.
 - **Accuracy** (`benchmarks/accuracy.py`): random members over [pods, cpu, memory, gpu] with 1-8 nodes, 1-3
   components, random masks; exhaustive optimum from `tests/support/naive.exhaustive`; both modes' witnesses re-checked

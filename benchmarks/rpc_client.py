@@ -12,7 +12,10 @@ before it has sent more others than the server's answer memo holds (the harness 
 list); every variant must get the same answer, else the run counts a mismatch.
 
 A `floor` entry runs the standard health Check the same way: the gRPC round trip with no
-estimator work, so RPC latency minus floor is what the estimator itself adds.
+estimator work, so RPC latency minus floor is what the estimator itself adds. A one-caller
+run with `paired_floor` also sends a health Check before each of its calls and times it
+apart (`floor_p50_ms`): the ratio of the two p50s then compares calls that met the same
+machine, call by call, instead of a floor timed minutes later.
 
 Requests travel pre-serialised (MaxAvailableComponentSetsRequest bytes, made once by the
 harness with scheduler_client.wire) with the `object` metadata the karmada-scheduler
@@ -60,6 +63,10 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
     share = max(1, len(requests) // concurrency)
     per_thread = max(1, int(run.get("max_calls", 10**9)) // concurrency)
     latencies: list[list[float]] = [[] for _ in range(concurrency)]
+    paired = bool(run.get("paired_floor")) and concurrency == 1
+    health = channel.unary_unary(HEALTH_CHECK, request_serializer=None, response_deserializer=None)
+    empty = b""  # a HealthCheckRequest with no service: the server's overall status
+    floors: list[float] = []
     errors = [0] * concurrency
     start_gate = threading.Barrier(concurrency + 1)
     stop_at = [0.0]
@@ -73,6 +80,14 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
         while len(mine) < per_thread:
             request = own[k % len(own)]
             k += 1
+            if paired:
+                t0 = clock()
+                try:
+                    health(empty, timeout=30)
+                except grpc.RpcError:
+                    errors[i] += 1
+                    continue
+                floors.append(clock() - t0)
             t0 = clock()
             if t0 >= stop_at[0]:
                 break
@@ -107,6 +122,7 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
         "max_sets": reply.maxSets if reply is not None else None,
         "variants": len(requests),
         "variant_mismatches": mismatches,
+        "floor_p50_ms": percentile(floors, 50) * 1e3 if floors else None,
     }
 
 

@@ -243,10 +243,11 @@ def main(argv=None) -> int:
                         record["rps" + suffix] = most["rps"]
                         record["rpc_answer" + suffix] = one["max_sets"]
                     record["rpc_variant_mismatches"] = sum(r["variant_mismatches"] for r in record["rpc"].values())
-                    floor_p50 = (results.get("floor") or {}).get("p50_ms")
-                    if floor_p50:
-                        record["rpc_floor_ratio"] = record["rpc_ms_p50"] / floor_p50
-                        record["rpc_repeat_floor_ratio"] = record["rpc_repeat_ms_p50"] / floor_p50
+                    # Each one-caller run's own health Checks, sent between its calls.
+                    for suffix in ("", "_repeat"):
+                        floor_p50 = record["rpc" + suffix][str(min(args.concurrency))].get("floor_p50_ms")
+                        if floor_p50:
+                            record[f"rpc{suffix}_floor_ratio"] = record[f"rpc{suffix}_ms_p50"] / floor_p50
                     record["rss_mb"] = memory["rss_mb"]
                 progress.update(1)
             starts = [size["servers"][mode]["warm"] for mode in MODES]

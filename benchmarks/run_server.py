@@ -167,10 +167,10 @@ def rpc_runs(server: Server, member: str, shapes, args) -> dict:
         for c in args.concurrency:
             # Repeat: one request again and again on one snapshot, answered from the memo.
             runs.append({"key": f"{shape}/{c}/repeat", "request_hex": request, "concurrency": c,
-                         "seconds": args.rpc_seconds, "warmup_calls": 20})
+                         "seconds": args.rpc_seconds, "warmup_calls": 20, "paired_floor": c == 1})
             # New answer: what a changing cluster costs (every watch event starts a new memo).
             runs.append({"key": f"{shape}/{c}", "request_hexes": new_answer_variants(base, c),
-                         "concurrency": c, "seconds": args.rpc_seconds, "warmup_calls": 20})
+                         "concurrency": c, "seconds": args.rpc_seconds, "warmup_calls": 20, "paired_floor": c == 1})
     plan = {"address": server.address, "runs": runs,
             "floor": {"request_hex": health_pb2.HealthCheckRequest().SerializeToString().hex(),
                       "seconds": args.rpc_seconds}}

@@ -57,6 +57,11 @@ def test_one_record_per_size_shape_and_mode_with_every_documented_field(quick_ru
         for field in ("rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat", "rpc_floor_ratio",
                       "rpc_repeat_floor_ratio"):
             assert isinstance(record[field], float) and record[field] > 0, field
+        # The ratios divide by health Checks sent between the one-caller run's own calls.
+        for suffix in ("", "_repeat"):
+            runs = record["rpc" + suffix]
+            assert runs["1"]["floor_p50_ms"] > 0 and runs["4"]["floor_p50_ms"] is None
+            assert record[f"rpc{suffix}_floor_ratio"] == record[f"rpc{suffix}_ms_p50"] / runs["1"]["floor_p50_ms"]
         # The new-answer runs cycled through more request variants than the answer memo holds.
         assert all(run["variants"] > ANSWERS_PER_SNAPSHOT * int(c) for c, run in record["rpc"].items())
         assert all(run["variants"] == 1 for run in record["rpc_repeat"].values())
