@@ -49,6 +49,7 @@ def warmup() -> None:
     sum_fit(available, requests[0], masks[0])
     set_bound(available, requests, replicas, masks, 4)
     packing = best_sets(available, requests, replicas, masks, 4)
+    best_sets(available, requests, replicas, masks, 4, known_bound=packing.bound)  # the fits-only pass
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)
     # Three components (a Ray-like head, cpu and gpu group): `firstfit_trio`.

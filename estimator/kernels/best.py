@@ -55,7 +55,7 @@ from ._arrays import Packing, problem, readonly
 from ._arith import INT64_MAX
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
-from .fit import bounds, component_bound
+from .fit import bounds, component_bound, node_fits
 from .witness import _verify
 
 
@@ -331,9 +331,15 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
     allowance = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK)
     if known_bound is not None and (budget == 0 or (allowance is not None and allowance < _least_step(p.masks))):
         # The search would stop before its first step, so the pass that finds the fits it
-        # needs (as costly as the bound) is skipped too: same answer, same work.
+        # needs is skipped too: same answer, same work.
         return baseline._replace(bound=int(known_bound))
-    bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
+    if known_bound is not None:
+        # A known bound above first-fit's answer is the staged bound's full pass, min(the
+        # component bound, the relaxations), so `bounds(..., quick)` would give it back
+        # unchanged: only the fits are still needed.
+        bound, fits = quick, node_fits(p.available, p.requests, p.replicas, p.masks)
+    else:
+        bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
     if baseline.sets >= bound or budget == 0:
         return baseline._replace(bound=bound)
     search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance, baseline.work)

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from estimator import kernels
-from estimator.kernels import firstfit
+from estimator.kernels import firstfit, fit
+from estimator.kernels._arrays import problem
 from tests.support import naive
 from tests.support.kernelcheck import assert_first_fit_as_naive
 
@@ -214,6 +215,18 @@ def test_the_bound_is_never_below_the_optimum(case, first):
     # Stopping at the first relaxation that reaches a feasible answer never cuts below it.
     reach = naive.first_fit(available, requests, replicas, masks, upper)[0]
     assert optimum <= kernels.set_bound(available, requests, replicas, masks, upper, reach=reach, first=first)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_the_fits_pass_for_a_known_bound_gives_the_fits_of_the_bound_pass(case):
+    # Best mode with a known bound takes only the fits (fit.node_fits) and keeps the bound.
+    available, requests, replicas, masks, upper = case
+    expected = [[naive.node_fit(available[n].tolist(), requests[c].tolist()) if masks[c, n] and replicas.any() else 0
+                 for n in range(available.shape[0])] for c in range(requests.shape[0])]
+    p = problem(available, requests, replicas, masks, upper, in_place=False)  # as best mode passes them
+    assert fit.node_fits(p.available, p.requests, p.replicas, p.masks).tolist() == expected
+    assert fit.bounds(p.available, p.requests, p.replicas, p.masks, upper)[1].tolist() == expected
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
