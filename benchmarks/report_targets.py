@@ -194,8 +194,9 @@ def ready_explanation(result: dict) -> str:
              f"same unchanged file). One warm start of the default (best) server "
              f"({'member parsed' if warm.get('objects') == 'parsed' else 'member from the cache'}): "
              f"ready {fmt_s(warm.get('ready_s'))} = process start to state loaded {fmt_s(warm.get('start_to_loaded_s'))} "
-             f"+ kernel warm-up {fmt_s(warm.get('kernels_s'))} after it (loaded from the numba cache; a member file "
-             f"read on two cores has them loaded while its second part is read). Of the first part, a fresh interpreter importing the server's modules takes "
+             f"+ kernel warm-up {fmt_s(warm.get('kernels_s'))} after it (loaded from the numba cache; a member "
+             f"file read on two cores has them loaded while its second part is read). Of the first part, a fresh "
+             f"interpreter importing the server's modules takes "
              f"{fmt_s(imports)}; parsing the {size['file_mb']:.0f} MB file ({size['pods']:,} pods, {size['nodes']:,} "
              f"nodes) in-process takes {fmt_s(size.get('load_in_process_s'))}."]
     if load:

@@ -129,8 +129,9 @@ def load_object_files(
     default: its `default_dir()`, None: off), used when the files hold at least `min_bytes`.
     `background`: write a new entry in a forked writer, so the caller need not wait for it
     (a server's first load, before it serves; see `_save_state`).
-    `meanwhile`: the caller's own work (a server's imports and kernel loading), run while the worker of a
-    split load reads (splitload.objects); not run at all when no file is split.
+    `meanwhile`: the caller's own work (a server's imports and kernel loading), run while
+    the worker of a split load reads (splitload.objects); not run at all when no file is
+    split.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
