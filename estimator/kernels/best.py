@@ -91,10 +91,11 @@ _MIN_SEARCH_WORK = 20_000
 # ...where each step also pays for its Python wrapper (~10 us, ~400 node visits)...
 _STEP_OVERHEAD = 400
 # ...and, per component and node, for each of copying the arrays, building a candidate's
-# node orders and checking a witness. Measured in first-fit node visits per component and
-# node (benchmark members at 10k nodes: Flink, Ray, PyTorchJob; GPU-first members at 1k
-# and 10k): copy 0.04-0.07, node orders 0.27-0.74, witness 0.49-1.16. Each is charged 2,
-# so a step is never under-priced and the budget stays a bound on time.
+# node orders and checking a witness. In first-fit node visits per component and node
+# (`python -m benchmarks.search_costs`: the benchmark member's shapes at 10k nodes and
+# GPU-first members at 1k and 10k) they cost copy 0.04-0.09, node orders 0.23-0.51 and
+# witness 0.47-1.39; each is charged 2, so a step is never under-priced and the budget
+# stays a bound on time.
 _CELL_COST = 2
 
 
