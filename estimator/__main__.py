@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "first-fit: Karmada's algorithm, same answers as the Go estimator.")
     ours.add_argument("--best-budget", type=float, default=1.0, metavar="X",
                       help="--packing best: after first-fit's answer, search for a better one doing at most X times "
-                           "first-fit's own work, counted in node visits, so answers never depend on timing "
+                           "first-fit's own work (at least 20,000 node visits, so a small member can afford a search), "
+                           "counted in node visits, so answers never depend on timing "
                            "(default 1; 0: first-fit's answer; inf: no limit).")
     ours.add_argument("--max-concurrent-requests", type=int, default=64,
                       help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "

@@ -193,3 +193,11 @@ print(sum(before.values()), sum(after.values()) > 0, compiled() == after)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "0", "True", "True"]
+
+
+def test_the_help_states_the_search_floor_best_mode_uses():
+    # estimator.__main__ may not import the kernels (numba) to read it, so the help repeats it.
+    from estimator.kernels import best
+
+    out = subprocess.run([sys.executable, "-m", "estimator", "--help"], capture_output=True, text=True, check=True)
+    assert f"at least {best._MIN_SEARCH_WORK:,} node visits" in " ".join(out.stdout.split())
