@@ -230,6 +230,16 @@ def gpu_first_member(n_nodes: int, rng):
     return available, tainted
 
 
+def gpu_first_case(job: str, n_nodes: int, rng) -> tuple[np.ndarray, ...]:
+    """(available, requests, replicas, masks) of `job` on a `gpu_first_member`: only the
+    launcher (component 0) tolerates the inference pool's taint."""
+    rows, reps = JOBS[job]
+    available, tainted = gpu_first_member(n_nodes, rng)
+    masks = np.ones((len(reps), n_nodes), dtype=np.bool_)
+    masks[1:, tainted] = False
+    return available, np.array(rows, dtype=np.int64), np.array(reps, dtype=np.int64), masks
+
+
 def _kernel_ms(fn, repeat: int) -> float:
     samples = []
     for _ in range(repeat):
@@ -241,17 +251,13 @@ def _kernel_ms(fn, repeat: int) -> float:
 
 def where_best_matters(sizes, seeds: int, repeat: int) -> dict:
     out = {}
-    for job, (rows, reps) in JOBS.items():
-        requests = np.array(rows, dtype=np.int64)
-        replicas = np.array(reps, dtype=np.int64)
+    for job in JOBS:
         per_size = {}
         for n_nodes in sizes:
             rows_out = []
             for seed in range(seeds):
-                rng = np.random.default_rng(seed * 7919 + n_nodes)
-                available, tainted = gpu_first_member(n_nodes, rng)
-                masks = np.ones((len(reps), n_nodes), dtype=np.bool_)
-                masks[1:, tainted] = False  # only the launcher tolerates the inference taint
+                available, requests, replicas, masks = gpu_first_case(
+                    job, n_nodes, np.random.default_rng(seed * 7919 + n_nodes))
                 ff = first_fit_with_bound(available, requests, replicas, masks, UPPER)
                 best = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=DEFAULT_BEST_BUDGET)
                 full = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=None)

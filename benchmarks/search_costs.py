@@ -40,7 +40,7 @@ def step_costs(available, requests, replicas, masks, repeat: int) -> dict:
     order = readonly(best._component_order(best.SCARCE, p.replicas, fits))
     node_order = np.empty(fits.shape, dtype=np.int64)
     lengths = np.empty(fits.shape[0], dtype=np.int64)
-    buckets = int(min(best._FIT_BUCKETS, fits.max(initial=0) + 1))
+    buckets = best.fit_buckets(fits)
     placement = readonly(ff.placement)
     timed = {
         "copy": _kernel_ms(lambda: p.available.copy(), repeat),
@@ -56,7 +56,7 @@ def step_costs(available, requests, replicas, masks, repeat: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.kernel_shapes import shape_arrays
-    from benchmarks.quality import JOBS, gpu_first_member
+    from benchmarks.quality import gpu_first_case
     from estimator import kernels
     from estimator.kernels import best
 
@@ -67,13 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kernels.warmup()
     cases = {f"{shape} {args.nodes:,}": arrays for shape, arrays in shape_arrays(args.nodes).items()}
-    rows, reps = JOBS[GPU_JOB]
     for n in args.gpu_nodes:
-        available, tainted = gpu_first_member(n, np.random.default_rng(n))
-        masks = np.ones((len(reps), n), dtype=np.bool_)
-        masks[1:, tainted] = False
-        cases[f"GPU-first {n:,}, {GPU_JOB}"] = (available, np.array(rows, dtype=np.int64),
-                                                np.array(reps, dtype=np.int64), masks)
+        cases[f"GPU-first {n:,}, {GPU_JOB}"] = gpu_first_case(GPU_JOB, n, np.random.default_rng(n))
     worst = {}
     print(f"first-fit node visits per component and node; the search charges {best._CELL_COST} for each")
     for name, arrays in cases.items():

@@ -99,6 +99,11 @@ _STEP_OVERHEAD = 400
 _CELL_COST = 2
 
 
+def fit_buckets(fits: np.ndarray) -> int:
+    """The `buckets` argument of `_node_orders` for these fits."""
+    return int(min(_FIT_BUCKETS, fits.max(initial=0) + 1))
+
+
 @kernel
 def _node_orders(
     fits: np.ndarray, replicas: np.ndarray, order: np.ndarray, kind: int, buckets: int, node_order: np.ndarray,
@@ -180,7 +185,7 @@ class _Search:
         # first twice first-fit's (per-component walks cost about that).
         self._set_by_set_guess = 2 * first_fit_work
         n_comp, n_nodes = fits.shape
-        self._buckets = int(min(_FIT_BUCKETS, fits.max(initial=0) + 1))
+        self._buckets = fit_buckets(fits)
         # Copying the arrays for a pass, a witness check, or building one candidate's node orders.
         self._cells = n_comp * n_nodes * _CELL_COST
         self.steps = 0

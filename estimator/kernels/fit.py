@@ -18,6 +18,12 @@ def _node_fit(available: np.ndarray, n: int, request: np.ndarray) -> int:
     return row_fit(available, n, request, INT64_MAX)
 
 
+@kernel(inline="always")
+def _masked_fit(available: np.ndarray, n: int, requests: np.ndarray, masks: np.ndarray, c: int) -> int:
+    """Fit of one replica of component c on node n; 0 where c may not run."""
+    return _node_fit(available, n, requests[c]) if masks[c, n] else 0
+
+
 @kernel
 def _sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:
     total = 0
@@ -85,7 +91,7 @@ def _bounds(
         fitting[0] = 0
         any_fit = False
         for c in range(n_comp):
-            f = _node_fit(available, n, requests[c]) if masks[c, n] else 0
+            f = _masked_fit(available, n, requests, masks, c)
             fits[c, n] = f
             if replicas[c] > 0 and f > 0:
                 fit_sum[c] = _add(fit_sum[c], f)
@@ -122,7 +128,7 @@ def _fits(available: np.ndarray, requests: np.ndarray, masks: np.ndarray, fits: 
     """fits[c, n] as `_bounds` fills it, without the relaxations (a bound already known)."""
     for n in range(available.shape[0]):
         for c in range(requests.shape[0]):
-            fits[c, n] = _node_fit(available, n, requests[c]) if masks[c, n] else 0
+            fits[c, n] = _masked_fit(available, n, requests, masks, c)
 
 
 def node_fits(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray) -> np.ndarray:

@@ -5,16 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import search_costs
-from benchmarks.quality import JOBS, gpu_first_member
+from benchmarks.quality import gpu_first_case
 
 
 def test_every_priced_operation_is_measured_against_first_fits_own_visits():
-    rows, reps = JOBS[search_costs.GPU_JOB]
-    available, tainted = gpu_first_member(300, np.random.default_rng(3))
-    masks = np.ones((len(reps), 300), dtype=np.bool_)
-    masks[1:, tainted] = False
-    costs = search_costs.step_costs(available, np.array(rows, dtype=np.int64), np.array(reps, dtype=np.int64), masks,
-                                    repeat=3)
+    costs = search_costs.step_costs(*gpu_first_case(search_costs.GPU_JOB, 300, np.random.default_rng(3)), repeat=3)
     assert costs["first_fit_work"] > 0 and costs["first_fit_ms"] > 0
     assert set(costs["visits_per_cell"]) == {"copy", "node orders", "witness"}
     assert all(value > 0 for value in costs["visits_per_cell"].values())
