@@ -52,8 +52,8 @@ bench: $(BENCH_STAMP)
 bench-quick: $(BENCH_STAMP)
 	BENCH_COMMAND="make bench-quick" $(PY) -m benchmarks.run --quick
 
-# End-to-end with the real peers (needs Go 1.26 and the Go module proxy): builds etcd and
-# kube-apiserver from e2e/kube (versions in e2e/versions.mk, the one place for them) into
+# End-to-end with the real peers (needs Go 1.26 and the Go module proxy): builds etcd,
+# kube-apiserver and kube-scheduler from e2e/kube (versions in e2e/versions.mk, the one place for them) into
 # .e2e/bin/ once per version, Karmada's programs via e2e-karmada, then runs the comparison.
 # See README "End-to-end with the real peers".
 include e2e/versions.mk
@@ -73,7 +73,12 @@ $(E2E_BIN)/etcd-$(ETCD_VERSION): e2e/kube/go.mod e2e/kube/go.sum e2e/kube/cmd/et
 	  || { echo "e2e/kube/go.mod pins a different etcd than ETCD_VERSION=$(ETCD_VERSION)"; exit 2; }
 	cd e2e/kube && $(E2E_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ ./cmd/etcd
 
-e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD_VERSION)
+# The judge of every answer: kube-scheduler from the same module and version as the apiserver.
+$(E2E_BIN)/kube-scheduler-$(KUBERNETES_VERSION): e2e/kube/go.mod e2e/kube/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/kube && $(E2E_GO) build -ldflags='-s -w' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-scheduler
+
+e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD_VERSION) $(E2E_BIN)/kube-scheduler-$(KUBERNETES_VERSION)
 
 # The default run takes the 1k-node member only: Karmada's own estimator needs tens of seconds
 # per call at 5k nodes on a 2-core machine, so 5k/10k would not fit the run's time budget.

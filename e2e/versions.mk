@@ -1,5 +1,5 @@
 # Versions of the real peers `make e2e` builds and runs; this file is the one place to change them.
-# kube-apiserver and etcd come from e2e/kube/go.mod (keep them equal to these), Karmada from
+# kube-apiserver, kube-scheduler and etcd come from e2e/kube/go.mod (keep them equal to these), Karmada from
 # e2e/karmada*/go.mod. Karmada v1.18.2 is the newest release the Go module proxy serves.
 KUBERNETES_VERSION := v1.36.3
 ETCD_VERSION := v3.6.8

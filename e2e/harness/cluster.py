@@ -19,7 +19,9 @@ DISABLED_ADMISSION = "ServiceAccount,ResourceQuota,TaintNodesByCondition,Storage
 
 
 class KubeBed:
-    def __init__(self, bin_dir: Path, work: Path, kube_version: str, etcd_version: str):
+    def __init__(self, bin_dir: Path, work: Path, kube_version: str, etcd_version: str,
+                 disabled_admission: str = DISABLED_ADMISSION):
+        self.disabled_admission = disabled_admission
         self.etcd_bin = bin_dir / f"etcd-{etcd_version}"
         self.apiserver_bin = bin_dir / f"kube-apiserver-{kube_version}"
         for path in (self.etcd_bin, self.apiserver_bin):
@@ -88,7 +90,7 @@ class KubeBed:
             "--token-auth-file", self.tokens, "--authorization-mode", "RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", self.sa_public, "--service-account-signing-key-file", self.sa_private,
-            "--service-cluster-ip-range", "10.96.0.0/16", "--disable-admission-plugins", DISABLED_ADMISSION,
+            "--service-cluster-ip-range", "10.96.0.0/16", "--disable-admission-plugins", self.disabled_admission,
             "--enable-priority-and-fairness=false", "--profiling=false", "--max-requests-inflight", "2000",
             "--max-mutating-requests-inflight", "1000", "--v", "1",
         ], self.work).start()

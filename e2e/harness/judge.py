@@ -1,0 +1,450 @@
+"""The member's own kube-scheduler judges every answer.
+
+For each generated member (`realmembers.py`) and each of its jobs: ask our estimator
+(first-fit and best) and Karmada's for MaxAvailableComponentSets, then let a real
+kube-scheduler (built from the same `k8s.io/kubernetes` module as the apiserver) bind one set
+of the job's pods in a fresh namespace, with its default profile and with a bin-packing
+profile (NodeResourcesFit MostAllocated). Quotas are enforced by the apiserver's own quota
+admission, so a refused pod counts as not bound.
+
+- false placement: an answer >= 1 where one set binds neither left to kube-scheduler nor
+  pinned (required node affinity on `metadata.name`) to our witness's nodes;
+- false rejection: an answer 0 where one set binds;
+- scheduler-order miss: the default profile left a set Pending although one binds (with the
+  bin-packing profile or pinned to our witness): the user's job is Pending all the same;
+- witness check: our best answer's k sets, every pod pinned to the node our witness gives it;
+  the witness holds when kube-scheduler's own filters bind every pod.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import ssl
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from e2e.harness import oracle
+from e2e.harness.cluster import KubeBed
+from e2e.harness.estimators import Running
+from e2e.harness.populate import RAW, Populator
+from e2e.harness.procs import Proc, wait_for
+from e2e.harness.realmembers import SCHEDULERS, Job, RealMember, cluster_objects, job_pods
+from scheduler_client.launch import free_port
+from tests.support import naive
+
+# Quota admission on: the apiserver refuses what a quota does not admit, as in a real member.
+JUDGE_DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition,StorageObjectInUseProtection,DefaultStorageClass"
+TRIAL_SECONDS = 30.0  # a set not bound (nor refused) by then counts as not bound
+
+SCHEDULER_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+    "leaderElection": {"leaderElect": False},
+    "profiles": [
+        {"schedulerName": SCHEDULERS[0]},
+        {"schedulerName": SCHEDULERS[1], "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+            "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]},
+    ],
+}
+
+
+class JudgeBed:
+    """etcd + kube-apiserver (quota admission on) + kube-scheduler with two profiles."""
+
+    def __init__(self, bin_dir: Path, work: Path, kube_version: str, etcd_version: str):
+        self.scheduler_bin = bin_dir / f"kube-scheduler-{kube_version}"
+        if not self.scheduler_bin.exists():
+            raise FileNotFoundError(f"{self.scheduler_bin} is missing: `make e2e-kube` builds it")
+        self.kube = KubeBed(bin_dir, work, kube_version, etcd_version, disabled_admission=JUDGE_DISABLED_ADMISSION)
+        self.work = self.kube.work
+        self.version = kube_version
+        self.scheduler: Proc | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.kube.kubeconfig
+
+    def start(self) -> "JudgeBed":
+        self.kube.start()
+        config_path = self.work / "kube-scheduler.json"
+        config = copy.deepcopy(SCHEDULER_CONFIG)
+        config["clientConnection"] = {"kubeconfig": str(self.kubeconfig), "qps": 500, "burst": 1000}
+        config_path.write_text(json.dumps(config, indent=1))
+        port = free_port()
+        self.scheduler = Proc("kube-scheduler", [
+            self.scheduler_bin, "--config", config_path, "--bind-address", "127.0.0.1", "--secure-port", port,
+            "--authentication-kubeconfig", self.kubeconfig, "--authorization-kubeconfig", self.kubeconfig, "--v", "1",
+        ], self.work).start()
+        insecure = ssl._create_unverified_context()  # its own self-signed serving certificate, on loopback
+        wait_for("kube-scheduler /healthz", lambda: urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/healthz", timeout=2, context=insecure).read() == b"ok", 120, self.scheduler)
+        return self
+
+
+@dataclass
+class Verdict:
+    """One job on one member: the answers and what kube-scheduler did."""
+
+    answers: dict[str, int]
+    default_binds: bool
+    binpack_binds: bool
+    pinned_binds: bool | None  # None: not tried (a set bound unpinned, or no answer of ours >= 1)
+
+    @property
+    def binds(self) -> bool:
+        return self.default_binds or self.binpack_binds or bool(self.pinned_binds)
+
+
+@dataclass
+class JudgeTally:
+    members: int = 0
+    jobs: int = 0
+    answers: int = 0
+    zero_answers: int = 0
+    false_placements: dict[str, int] = field(default_factory=lambda: {"first-fit": 0, "best": 0, "karmada": 0})
+    false_rejections: dict[str, int] = field(default_factory=lambda: {"first-fit": 0, "best": 0, "karmada": 0})
+    witnesses_accepted: int = 0
+    witnesses_tested: int = 0
+    order_misses: int = 0
+    binpack_only: int = 0  # order misses where the bin-packing profile bound the set
+    dra_members: int = 0
+    failures: list[str] = field(default_factory=list)
+    rejections: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add(self, seed: int, job: Job, verdict: Verdict) -> None:
+        self.jobs += 1
+        for who, value in verdict.answers.items():
+            self.answers += 1
+            self.zero_answers += value == 0
+            if value >= 1 and not verdict.binds:
+                self.false_placements[who] += 1
+                if who != "karmada":
+                    self.failures.append(f"seed {seed} {job.name}: {who} answered {value}, no set binds")
+            if value == 0 and verdict.binds:
+                self.false_rejections[who] += 1
+                if who != "karmada":
+                    self.rejections.append(f"seed {seed} {job.name}: {who} answered 0, a set binds")
+        if verdict.binds and not verdict.default_binds:
+            self.order_misses += 1
+            self.binpack_only += verdict.binpack_binds
+
+    def ours_ok(self) -> bool:
+        fp, fr = self.false_placements, self.false_rejections
+        return (fp["first-fit"] == fp["best"] == 0 and fr["first-fit"] == fr["best"] == 0
+                and self.witnesses_accepted == self.witnesses_tested)
+
+    def line(self, version: str) -> str:
+        fp, fr = self.false_placements, self.false_rejections
+        return (f"judge: {self.members} members, kube-scheduler {version}: ours false placements "
+                f"{fp['first-fit']}/{fp['best']} (first-fit/best), false rejections {fr['first-fit']}/{fr['best']}, "
+                f"witnesses accepted {self.witnesses_accepted}/{self.witnesses_tested}, scheduler-order misses "
+                f"{self.order_misses}; Karmada false placements {fp['karmada']}, false rejections {fr['karmada']}; "
+                f"DRA members {self.dra_members}")
+
+
+class Judge:
+    def __init__(self, bed: JudgeBed, ours_ff: Running, ours_best: Running, karmada: Running, work: Path, log=print):
+        self.bed, self.work, self.log = bed, work, log
+        self.estimators = {"first-fit": ours_ff, "best": ours_best, "karmada": karmada}
+        self.pop = Populator(bed.kubeconfig)
+        self.core = self.pop.core
+        self.tally = JudgeTally()
+        self.pool = ThreadPoolExecutor(8)
+        self._namespaces: list[str] = []
+        self._cluster_objects()
+
+    def _cluster_objects(self) -> None:
+        for obj in cluster_objects():
+            if obj["kind"] == "RuntimeClass":
+                client.NodeV1Api(self.pop.api_client).create_runtime_class(obj, **RAW)
+            else:
+                client.SchedulingV1Api(self.pop.api_client).create_priority_class(obj, **RAW)
+
+    # -- timing --------------------------------------------------------------------------------
+    def _timed(self, step: str, started: float) -> None:
+        self.tally.seconds[step] = self.tally.seconds.get(step, 0.0) + time.monotonic() - started
+
+    # -- the member ------------------------------------------------------------------------------
+    def _namespace(self, name: str) -> str:
+        self.core.create_namespace({"metadata": {"name": name}}, **RAW)
+        self._namespaces.append(name)
+        return name
+
+    def _clear(self) -> None:
+        calls = [lambda: self.core.delete_collection_node(**RAW)]
+        for ns in self._namespaces:
+            calls += [lambda ns=ns: self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **RAW),
+                      lambda ns=ns: self.core.delete_collection_namespaced_resource_quota(ns, **RAW)]
+        for done in [self.pool.submit(call) for call in calls]:
+            done.result()
+        self._namespaces = []  # namespaces are never deleted (no namespace controller): each member has its own
+
+    def _populate(self, member: RealMember) -> dict[str, str]:
+        """The member's objects; returns {generator namespace: namespace used for it}."""
+        self._clear()
+        names = {ns: self._namespace(f"m{member.seed}-{ns}") for ns in member.namespaces()}
+        for node in sorted(member.nodes, key=lambda n: n["metadata"]["name"]):
+            self.pop.add_node(node)
+        jobs = [self.pool.submit(self.pop.node_status, node) for node in member.nodes]
+        for pod in member.pods:
+            body = {k: v for k, v in pod.items() if not k.startswith("_")}
+            body = dict(body, metadata=dict(body["metadata"], namespace=names[pod["metadata"]["namespace"]]))
+            jobs.append(self.pool.submit(self._existing_pod, body, pod.get("_terminating", False)))
+        for job in jobs:
+            job.result()
+        for quota in member.quotas:  # after the pods: quota admission would charge them otherwise
+            self._quota(quota, names[quota["metadata"]["namespace"]])
+        return names
+
+    def _existing_pod(self, pod: dict, terminating: bool) -> None:
+        self.pop.create_pod(pod)
+        if terminating:  # bound and deleted: it waits for a kubelet that never comes, still holding its node
+            self.core.delete_namespaced_pod(pod["metadata"]["name"], pod["metadata"]["namespace"],
+                                            grace_period_seconds=30, **RAW)
+
+    def _quota(self, quota: dict, namespace: str) -> None:
+        body = {k: v for k, v in quota.items() if k != "status"}
+        body["metadata"] = dict(body["metadata"], namespace=namespace)
+        self.core.create_namespaced_resource_quota(namespace, body, **RAW)
+        self.core.patch_namespaced_resource_quota_status(quota["metadata"]["name"], namespace,
+                                                         {"status": quota["status"]}, **RAW)
+
+    # -- answers ------------------------------------------------------------------------------------
+    def _answers(self, member: RealMember, names: dict[str, str]) -> tuple[oracle.Reference, list[dict[str, int]]]:
+        dump = self.work / "judge-state.json"
+        self.pop.dump(dump)
+        ref = oracle.Reference(dump)
+        queries = [_renamed(job.query, names) for job in member.jobs]
+        expected = [ref.sets(q) for q in queries]
+        for who, index in (("first-fit", 0), ("best", 1)):
+            want = {i: pair[index] for i, pair in enumerate(expected)}
+            if not _converged(lambda: [self.estimators[who].sets(q).value for q in queries], list(want.values()), 60):
+                raise RuntimeError(f"seed {member.seed}: our {who} estimator did not converge to the snapshot answers")
+        karmada = self.estimators["karmada"]
+        # Karmada answers differently on purpose (sidecars, pod-level resources): wait until two
+        # calls 0.2 s apart agree, after ours have converged on the same apiserver.
+        answers_k = _stable(lambda: [karmada.sets(q).value for q in queries])
+        out = []
+        for i, (ff, best) in enumerate(expected):
+            out.append({"first-fit": ff, "best": best, "karmada": answers_k[i]})
+        return ref, out
+
+    # -- trials ------------------------------------------------------------------------------------
+    def _trial(self, member: RealMember, names: dict[str, str], job: Job, tag: str, scheduler: str, sets: int = 1,
+               pins: dict[str, list[str]] | None = None, assumed_pins: list | None = None) -> bool:
+        started = time.monotonic()
+        query = job.query
+        ns = self._namespace(f"m{member.seed}-{job.name}-{tag}")
+        for quota in member.quotas:
+            if quota["metadata"]["namespace"] == query.namespace:
+                self._quota(quota, ns)
+        try:
+            for w, workload in enumerate(query.assumed):  # in flight: their pods come first
+                if assumed_pins is not None and assumed_pins[w] is None:
+                    continue  # first-fit could not place it whole: it took part of its room only in our model
+                pods = job_pods(workload.components, ns, scheduler, pins=None if assumed_pins is None else assumed_pins[w],
+                                prefix=f"a{w}-")
+                self._bind(pods, ns)
+            return self._bind(job_pods(query.components, ns, scheduler, sets=sets, pins=pins), ns)
+        finally:
+            self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **RAW)
+            time.sleep(0.05)  # let the scheduler's informer see the deletions before the next trial
+            self._timed("trials", started)
+
+    def _bind(self, pods: list[dict], ns: str) -> bool:
+        """Create the pods; True when kube-scheduler binds every one before the deadline."""
+        refused = [False]
+
+        def create(pod: dict) -> None:
+            try:
+                self.core.create_namespaced_pod(ns, pod, **RAW)
+            except ApiException as error:
+                if error.status != 403:  # 403: refused by quota admission, which counts as not bound
+                    raise
+                refused[0] = True
+
+        for done in [self.pool.submit(create, pod) for pod in pods]:
+            done.result()
+        if refused[0]:
+            return False
+        deadline = time.monotonic() + TRIAL_SECONDS
+        while time.monotonic() < deadline:
+            items = json.loads(self.core.list_namespaced_pod(ns, **RAW).data)["items"]
+            mine = [p for p in items if p["metadata"]["name"] in {q["metadata"]["name"] for q in pods}]
+            if any(_unschedulable(p) for p in mine):
+                return False
+            if len(mine) == len(pods) and all(p["spec"].get("nodeName") for p in mine):
+                return True
+            time.sleep(0.03)
+        self.tally.failures.append(f"namespace {ns}: neither bound nor refused within {TRIAL_SECONDS:.0f} s")
+        return False
+
+    # -- one member ------------------------------------------------------------------------------------
+    def run_member(self, member: RealMember) -> None:
+        started = time.monotonic()
+        names = self._populate(member)
+        self._timed("populate", started)
+        started = time.monotonic()
+        ref, answers = self._answers(member, names)
+        self._timed("answers", started)
+        self.tally.members += 1
+        for job, answer in zip(member.jobs, answers):
+            job = Job(job.name, _renamed(job.query, names))
+            self._judge_job(member, names, job, answer, ref)
+
+    def _judge_job(self, member: RealMember, names: dict[str, str], job: Job, answer: dict[str, int],
+                   ref: oracle.Reference) -> None:
+        default_binds = self._trial(member, names, job, "d", SCHEDULERS[0])
+        binpack_binds = self._trial(member, names, job, "b", SCHEDULERS[1])
+        witness = _witness(ref, job)
+        assumed = _assumed_pins(ref, job)
+        pinned = None
+        if not (default_binds or binpack_binds) and witness is not None:
+            pinned = self._trial(member, names, job, "p", SCHEDULERS[0], pins=_one_set(witness, job),
+                                 assumed_pins=assumed)
+        verdict = Verdict(answer, default_binds, binpack_binds, pinned)
+        self.tally.add(member.seed, job, verdict)
+        if answer["best"] >= 1 and witness is not None:
+            self.tally.witnesses_tested += 1
+            ok = self._trial(member, names, job, "w", SCHEDULERS[0], sets=answer["best"], pins=_expanded(witness),
+                             assumed_pins=assumed)
+            self.tally.witnesses_accepted += ok
+            if not ok:
+                self.tally.failures.append(f"seed {member.seed} {job.name}: kube-scheduler refused our best witness "
+                                           f"of {answer['best']} sets")
+
+
+# -- helpers (pure) ------------------------------------------------------------------------------------------
+
+def _renamed(query, names: dict[str, str]):
+    """The query with its namespaces mapped to the member's own."""
+    rename = lambda c: dataclasses.replace(c, shape=dataclasses.replace(c.shape, namespace=names[c.shape.namespace]))  # noqa: E731
+    assumed = tuple(dataclasses.replace(w, namespace=names[w.namespace], components=tuple(rename(c) for c in w.components))
+                    for w in query.assumed)
+    return dataclasses.replace(query, namespace=names[query.namespace],
+                               components=tuple(rename(c) for c in query.components), assumed=assumed)
+
+
+def _unschedulable(pod: dict) -> bool:
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _converged(ask, want, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ask() == want:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _stable(ask, timeout: float = 10.0):
+    last = ask()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = ask()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+def _witness(ref: oracle.Reference, job: Job) -> dict[str, dict[str, int]] | None:
+    """Our best answer's placement, {component: {node: replicas}}, from the snapshot-mode run."""
+    estimate = ref.best.max_available_component_sets(job.query)
+    return estimate.witness() if estimate.sets >= 1 else None
+
+
+def _expanded(witness: dict[str, dict[str, int]]) -> dict[str, list[str]]:
+    return {component: [node for node, count in placed.items() for _ in range(count)]
+            for component, placed in witness.items()}
+
+
+def _one_set(witness: dict[str, dict[str, int]], job: Job) -> dict[str, list[str]]:
+    """One set out of the witness: any replicas[c] of its slots (a part of a placement that fits fits)."""
+    expanded = _expanded(witness)
+    return {c.name: expanded[c.name][:c.replicas] for c in job.query.components}
+
+
+def _assumed_pins(ref: oracle.Reference, job: Job) -> list | None:
+    """Where our first-fit deduction puts each in-flight workload (None for one it cannot place
+    whole), computed with the plain reference first-fit in the snapshot's node order. Each is
+    placed on the member as it is: the generator sends at most one per job."""
+    if not job.query.assumed:
+        return None
+    snapshot = ref.snapshot
+    pins: list = []
+    for workload in job.query.assumed:
+        arrays = oracle.sets_arrays(snapshot, dataclasses.replace(job.query, components=workload.components, assumed=()))
+        sets, placement, _ = naive.first_fit(arrays.available, arrays.requests, arrays.replicas, arrays.masks, 1)
+        pins.append(None if sets < 1 else {
+            c.name: [snapshot.node_names[n] for n, count in enumerate(placement[i]) for _ in range(count)]
+            for i, c in enumerate(workload.components)})
+    return pins
+
+
+# -- the phase ------------------------------------------------------------------------------------------------
+
+def run(bin_dir: Path, work: Path, versions: dict[str, str], members: int, seed: int, log=print) -> JudgeTally:
+    """A judge bed, our two estimators and Karmada's on it, and `members` generated members."""
+    from e2e.harness.estimators import karmadas, ours
+    from e2e.harness.realmembers import generate
+
+    work.mkdir(parents=True, exist_ok=True)
+    bed = JudgeBed(bin_dir, work, versions["KUBERNETES_VERSION"], versions["ETCD_VERSION"]).start()
+    karmada_bin = bin_dir / f"karmada-scheduler-estimator-{versions['KARMADA_VERSION']}"
+    estimators = [ours(bed.kubeconfig, work, "first-fit", name="judge-ours-first-fit").launch(),
+                  ours(bed.kubeconfig, work, "best", name="judge-ours-best").launch(),
+                  karmadas(karmada_bin, bed.kubeconfig, work, name="judge-karmada").launch()]
+    for est in estimators:
+        est.wait_ready()
+    judge = Judge(bed, *estimators, work, log)
+    started = time.monotonic()
+    for i in range(members):
+        judge.run_member(generate(seed + i))
+        if (i + 1) % 25 == 0:
+            t = judge.tally
+            log(f"judge: {i + 1}/{members} members, {t.jobs} jobs, {t.zero_answers}/{t.answers} answers 0 "
+                f"({time.monotonic() - started:.0f} s)")
+    for est in estimators:
+        est.stop()
+    return judge.tally
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from e2e.harness.__main__ import REPO, versions
+
+    p = argparse.ArgumentParser(prog="python -m e2e.harness.judge", description=__doc__)
+    p.add_argument("--members", type=int, default=200)
+    p.add_argument("--seed", type=int, default=500000)
+    p.add_argument("--bin-dir", type=Path, default=REPO / ".e2e" / "bin")
+    p.add_argument("--work", type=Path, default=REPO / ".e2e" / "judge")
+    args = p.parse_args(argv)
+    v = versions()
+    try:
+        tally = run(args.bin_dir, args.work, v, args.members, args.seed)
+    finally:
+        from e2e.harness import procs
+        procs.stop_all()
+    for line in tally.failures[:20] + tally.rejections[:20]:
+        print(f"judge: {line}")
+    print(f"judge: wall seconds: {tally.seconds}")
+    print(tally.line(v["KUBERNETES_VERSION"]))
+    return 0 if tally.ours_ok() else 1
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())
