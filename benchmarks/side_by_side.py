@@ -26,7 +26,7 @@ from pathlib import Path
 from benchmarks.resultsmd import percentile, replace_section
 from benchmarks.shapes import NAMESPACE, SHAPES
 from e2e.harness import procs
-from e2e.harness.__main__ import versions
+from e2e.harness.versions import versions
 from e2e.harness.cluster import KubeBed
 from e2e.harness.estimators import karmadas, ours
 from e2e.harness.large import apply_parallel, generate_large

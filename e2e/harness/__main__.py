@@ -8,7 +8,6 @@ and 2 when the bed itself cannot be set up.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 import threading
@@ -16,23 +15,13 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, large, placement, procs, restarts
+from e2e.harness import client, faults, judge, large, placement, procs, restarts
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
 from e2e.harness.members import generate
 from e2e.harness.populate import Populator
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def versions(path: Path = REPO / "e2e" / "versions.mk") -> dict[str, str]:
-    found = dict(re.findall(r"^(\w+)\s*:?=\s*(\S+)", path.read_text(), re.M))
-    for key in ("KUBERNETES_VERSION", "ETCD_VERSION", "KARMADA_VERSION"):
-        if key not in found:
-            raise SystemExit(f"{path}: {key} is not set")
-    return found
-
+from e2e.harness.versions import REPO, versions
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m e2e.harness", description=__doc__)
@@ -49,6 +38,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--placement-fleets", type=int, default=50,
                    help="random fleets scheduled by Karmada's scheduler and karmada-place (0 skips)")
     p.add_argument("--no-placement", action="store_true", help="skip the placement check")
+    p.add_argument("--judge-members", type=int, default=200,
+                   help="members whose answers kube-scheduler judges (e2e/harness/judge.py; 0 skips)")
+    p.add_argument("--judge-seed", type=int, default=500000, help="first seed of the judge's members")
     p.add_argument("--karmada-restarts", type=int, default=0, metavar="N",
                    help="start Karmada's estimator N times on one unchanged member and report the distinct "
                         "answers (ours is restarted too and must give one answer); 0 skips")
@@ -59,20 +51,20 @@ def log(message: str) -> None:
     print(message, flush=True)
 
 
-class Placement(threading.Thread):
-    """The placement check needs no apiserver (its members are snapshot-mode estimators of ours),
-    so it runs beside the differential instead of after everything else."""
+class Beside(threading.Thread):
+    """A phase with a bed of its own, run beside the differential instead of after everything
+    else: `work(*args, log)` in a thread; result() re-raises what it raised."""
 
-    def __init__(self, binary: Path, work: Path, fleets: int, seed: int):
-        super().__init__(name="placement", daemon=True)
-        self.args = (binary, work, fleets, seed)
+    def __init__(self, name: str, work, *args):
+        super().__init__(name=name, daemon=True)
+        self.work, self.args = work, args
         self.tally = self.error = None
         self.seconds = 0.0
 
     def run(self) -> None:
         started = time.monotonic()
         try:
-            self.tally = placement.run(*self.args, log)
+            self.tally = self.work(*self.args, log)
         except BaseException as error:  # noqa: BLE001 - re-raised in the main thread by result()
             self.error = error
         self.seconds = time.monotonic() - started
@@ -102,7 +94,7 @@ def main(argv=None) -> int:
         phases[name] = phases.get(name, 0.0) + now - mark[0]
         mark[0] = now
 
-    background = None
+    background = judged = None
     diff = None
     try:
         bed = KubeBed(args.bin_dir, args.work, v["KUBERNETES_VERSION"], v["ETCD_VERSION"]).start()
@@ -134,9 +126,13 @@ def main(argv=None) -> int:
         phase("estimators start")
         # After the estimators above are up, so that its own seven do not load at the same time.
         if not args.no_placement and args.placement_fleets > 0:
-            background = Placement(args.bin_dir / f"karmada-schedule-{v['KARMADA_VERSION']}", args.work / "placement",
-                                   args.placement_fleets, args.seed)
+            background = Beside("placement", placement.run, args.bin_dir / f"karmada-schedule-{v['KARMADA_VERSION']}",
+                                args.work / "placement", args.placement_fleets, args.seed)
             background.start()
+        if args.judge_members > 0:  # its own apiserver, kube-scheduler and three estimators
+            judged = Beside("judge", judge.run, args.bin_dir, args.work / "judge", v, args.judge_members,
+                            args.judge_seed)
+            judged.start()
         diff = Differential(pop, args.work, ours_ff, ours_best, karmada, args.regressions, log)
         for i in range(args.states):
             seed = args.seed + i
@@ -191,6 +187,14 @@ def main(argv=None) -> int:
             ptally = background.result()
             results["placement"] = (ptally.equal, ptally.fleets)
             phase("placement (waiting for the rest)")
+        if judged is not None:
+            jtally = judged.result()
+            phase("judge (waiting for the rest)")
+            for failure in jtally.failures[:20] + jtally.rejections[:20]:
+                log(f"e2e: JUDGE FAILURE {failure}")
+            log(jtally.details())
+            results["judge"] = jtally
+            failed |= not jtally.ours_ok()
         if fault_run is not None:
             done = fault_run.finish()
             results["faults"] = (sum(r.converged for r in done), len(done))
@@ -205,7 +209,10 @@ def main(argv=None) -> int:
     t = diff.tally
     log(f"e2e: wall time per phase: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
         + (f"; placement alongside {background.seconds:.0f} s" if background is not None else "")
+        + (f"; judge alongside {judged.seconds:.0f} s" if judged is not None else "")
         + f"; differential steps summed: {t.timings()}; total {time.monotonic() - started:.0f} s")
+    if "judge" in results:
+        log(results["judge"].line(v["KUBERNETES_VERSION"]))
     k, p, f = results["client"], results["placement"], results["faults"]
     log(f"e2e: {t.clusters} clusters, {t.requests} requests vs karmada-scheduler-estimator {v['KARMADA_VERSION']}: "
         f"{t.mismatches} mismatches (first-fit), {t.best_below_karmada} best below Karmada; "

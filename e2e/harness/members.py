@@ -111,8 +111,8 @@ def _quota(rng: random.Random, name: str, namespace: str) -> dict:
         if op in ("In", "NotIn"):
             expression["values"] = [rng.choice(("high", "low"))]
         spec["scopeSelector"] = {"matchExpressions": [expression]}
-    elif roll < 0.4:
-        spec["scopes"] = ["NotBestEffort"]
+    elif roll < 0.4:  # a scope no request falls under, for us as for Karmada (NotBestEffort differs: semantics.md)
+        spec["scopes"] = ["Terminating"]
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": namespace},
             "spec": spec, "status": {"hard": dict(hard), "used": used}}
 

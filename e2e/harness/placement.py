@@ -345,7 +345,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     install_signal_handlers()
     if args.bin is None:
-        from e2e.harness.__main__ import versions
+        from e2e.harness.versions import versions
         args.bin = REPO / ".e2e" / "bin" / f"karmada-schedule-{versions()['KARMADA_VERSION']}"
     try:
         tally = run(args.bin, args.work, args.fleets, args.seed)

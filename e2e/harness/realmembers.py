@@ -209,6 +209,9 @@ def _node_pods(rng: random.Random, node: dict) -> list[dict]:
 
 # -- quotas -----------------------------------------------------------------------------------------------
 
+_SCOPED = {"pods", "cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"}
+
+
 def _quota(rng: random.Random, name: str, namespace: str, gpus: bool) -> dict:
     cpu = rng.choice((16, 32, 64, 128, 256))
     hard: dict[str, str] = {}
@@ -235,7 +238,7 @@ def _quota(rng: random.Random, name: str, namespace: str, gpus: bool) -> dict:
         put(f"requests.{GPU}", str(rng.choice((2, 4, 8, 16))), str(rng.randint(0, 2)))
     if rng.random() < 0.2:
         put("requests.ephemeral-storage", f"{rng.choice((20, 100))}Gi", f"{rng.randint(0, 10)}Gi")
-    spec: dict = {"hard": dict(hard)}
+    spec: dict = {}
     roll = rng.random()
     if roll < 0.2:
         spec["scopeSelector"] = {"matchExpressions": [
@@ -244,6 +247,13 @@ def _quota(rng: random.Random, name: str, namespace: str, gpus: bool) -> dict:
         spec["scopes"] = ["NotBestEffort"]
     elif roll < 0.35:
         spec["scopes"] = ["NotTerminating"]
+    if spec:  # a scoped quota may track only pods, cpu and memory (the API server's validation)
+        for resource in list(hard):
+            if resource not in _SCOPED:
+                del hard[resource], used[resource]
+        if not hard:
+            put("pods", "50", "0")
+    spec["hard"] = dict(hard)
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": namespace},
             "spec": spec, "status": {"hard": hard, "used": used}}
 

@@ -134,6 +134,15 @@ def test_the_tally_classifies_verdicts(answers, default, binpack, pinned, expect
     assert tally.answers == 3 and tally.zero_answers == answers.count(0)
 
 
+def test_a_first_fit_rejection_best_mode_beats_is_explained_and_a_best_one_is_not():
+    tally = judge.JudgeTally()
+    job = judge.Job("j", model.ComponentSetsQuery(components=()))
+    tally.add(1, job, judge.Verdict({"first-fit": 0, "best": 1, "karmada": 0}, True, True, None))
+    assert tally.false_rejections["first-fit"] == 1 and tally.first_fit_order == 1 and tally.ours_ok()
+    tally.add(2, job, judge.Verdict({"first-fit": 0, "best": 0, "karmada": 0}, True, True, None))
+    assert not tally.ours_ok() and len(tally.rejections) == 2
+
+
 def test_the_judge_line_has_the_issues_form():
     tally = judge.JudgeTally(members=3, witnesses_accepted=2, witnesses_tested=2)
     assert tally.line("v1.36.3") == (

@@ -57,8 +57,13 @@ SETS_CASES = [
      [quota(hard={"pods": 10}, used={"pods": 4})], 2),
     ("count/pods is a pods quota too",
      [quota(hard={"count/pods": 3}, used={"count/pods": 0})], 1),
-    ("limits are not requests and do not bound",
-     [quota(hard={"limits.cpu": 1}, used={"limits.cpu": 1})], MAX_INT32),
+    ("a limits quota bounds by the request, which no limit is below (one set: 150m cpu)",
+     [quota(hard={"limits.cpu": 1000}, used={"limits.cpu": 600})], 2),
+    ("limits of a resource a pod cannot limit do not bound",
+     [quota(hard={"limits.nvidia.com/gpu": 1}, used={"limits.nvidia.com/gpu": 1})], MAX_INT32),
+    ("requests, plain and limits of one resource: the tightest wins",
+     [quota(hard={"cpu": 10_000, "requests.cpu": 10_000, "limits.cpu": 400},
+            used={"cpu": 0, "requests.cpu": 0, "limits.cpu": 0})], 2),
     ("an entry without a used amount is skipped, as Karmada does",
      [quota(hard={"requests.cpu": 1})], MAX_INT32),
     ("quota already over its hard limit admits nothing",
@@ -94,12 +99,41 @@ def test_priority_class_scope_applies_only_to_matching_components():
         (ScopeRequirement("PriorityClass", "NotIn", ("high",)), "low", True),
         (ScopeRequirement("PriorityClass", "NotIn", ("high",)), "high", False),
         (ScopeRequirement("Terminating", "Exists"), "high", False),
-        (ScopeRequirement("BestEffort", "Exists"), "", False),
+        (ScopeRequirement("NotTerminating", "Exists"), "", True),
+        (ScopeRequirement("CrossNamespacePodAffinity", "Exists"), "", False),
     ],
     ids=lambda v: str(v),
 )
-def test_scope_rules_follow_karmada(scope, priority_class, applies):
-    assert quota_applies(quota(scopes=[scope]), priority_class) is applies
+def test_priority_class_scopes_follow_karmada_and_deadline_scopes_kubernetes(scope, priority_class, applies):
+    # A request carries no activeDeadlineSeconds and no pod affinity: NotTerminating holds, the others not.
+    assert quota_applies(quota(scopes=[scope]), shape(cpu=100, priority_class=priority_class)) is applies
+
+
+@pytest.mark.parametrize("scope,cpu,memory,applies", [
+    ("BestEffort", 0, 0, True),
+    ("BestEffort", 100, 0, False),
+    ("NotBestEffort", 0, 1 << 20, True),
+    ("NotBestEffort", 0, 0, False),
+], ids=lambda v: str(v))
+def test_best_effort_scopes_follow_the_requested_cpu_and_memory(scope, cpu, memory, applies):
+    assert quota_applies(quota(scopes=[ScopeRequirement(scope, "Exists")]), shape(cpu=cpu, memory=memory)) is applies
+
+
+def test_scopes_are_anded_as_kubernetes_does():
+    both = quota(scopes=[ScopeRequirement("PriorityClass", "In", ("high",)), ScopeRequirement("Terminating", "Exists")])
+    assert not quota_applies(both, shape(cpu=1, priority_class="high"))
+    both = quota(scopes=[ScopeRequirement("PriorityClass", "In", ("high",)), ScopeRequirement("NotBestEffort", "Exists")])
+    assert quota_applies(both, shape(cpu=1, priority_class="high"))
+    assert not quota_applies(both, shape(cpu=1, priority_class="low"))
+
+
+def test_ephemeral_storage_and_hugepages_quotas_bound():
+    one = ReplicaShape((("cpu", 10), ("ephemeral-storage", 4 << 30), ("hugepages-2Mi", 256 << 20)), namespace="ml")
+    components = (Component("worker", 2, one),)
+    storage = quota(hard={"requests.ephemeral-storage": 20 << 30}, used={"requests.ephemeral-storage": 0})
+    assert sets(storage, components=components).value == 2
+    huge = quota(hard={"requests.hugepages-2Mi": 1 << 30}, used={"requests.hugepages-2Mi": 0})
+    assert sets(huge, components=components).value == 2
 
 
 def test_in_flight_workloads_use_quota_first():

@@ -1,9 +1,19 @@
 """ResourceQuota: how many more replicas / sets the namespace's quotas admit.
 
-Mirrors Karmada's ResourceQuotaEstimator, plus pod-count quotas (`pods`, `count/pods`),
-which Karmada leaves out. A quota applies when it has no scopes, or when one of its scope
-requirements is a PriorityClass requirement the request's priorityClassName satisfies
-(Karmada's rule; other scopes cannot be judged from a request and never match).
+Starts from Karmada's ResourceQuotaEstimator (requests of cpu, memory and extended
+resources; PriorityClass scopes) and counts every quota entry Kubernetes' quota admission
+enforces on a pod, which Karmada leaves out:
+- `pods` and `count/pods`;
+- `ephemeral-storage` and `hugepages-*` requests;
+- `limits.cpu`, `limits.memory`, `limits.ephemeral-storage`: a container's limit is never
+  below its request, so a replica uses at least its request of a limits quota. Bounding by
+  the request never refuses what the quota admits; it is exact for pods whose limits equal
+  their requests (the only pods quota admission admits under a limits quota without a
+  LimitRange are pods that set limits);
+- the scopes a request does decide: `BestEffort` applies to a replica that requests no cpu
+  or memory, `NotBestEffort` to one that does, `NotTerminating` to every replica (a request
+  carries no `activeDeadlineSeconds`), `Terminating` and `CrossNamespacePodAffinity` to none.
+Scopes are ANDed, as Kubernetes does (a quota with several applies only when all match).
 """
 
 from __future__ import annotations
@@ -11,8 +21,16 @@ from __future__ import annotations
 import functools
 from typing import Iterable, Sequence
 
-from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicasQuery
-from estimator.core.resources import CPU, MAX_INT32, MEMORY, PODS, is_extended as _is_extended
+from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
+from estimator.core.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MAX_INT32,
+    MEMORY,
+    PODS,
+    is_extended as _is_extended,
+    is_hugepages,
+)
 from estimator.core.snapshot import QuotaRecord, ScopeRequirement
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
 from estimator.estimate.querymemo import IdentityMemo
@@ -23,25 +41,37 @@ PRIORITY_CLASS_SCOPE = "PriorityClass"
 _REQUESTS_PREFIX = "requests."
 _LIMITS_PREFIX = "limits."
 _POD_COUNT_NAMES = {"pods": PODS, "count/pods": PODS}
+_LIMITED = (CPU, MEMORY, EPHEMERAL_STORAGE)  # the resources a `limits.*` quota entry can name for pods
+# Scopes decided by whether a replica asks for cpu or memory, or by nothing in the request.
+_BEST_EFFORT, _NOT_BEST_EFFORT = "BestEffort", "NotBestEffort"
+_ALWAYS = frozenset({"NotTerminating"})
+_NEVER = frozenset({"Terminating", "CrossNamespacePodAffinity", "VolumeAttributesClass"})
 
 # A regular-expression check per resource per request; the names repeat.
 is_extended = functools.lru_cache(maxsize=1024)(_is_extended)
 
 
+def _quota_counted(name: str) -> bool:
+    """A requested resource some quota entry counts: cpu, memory, ephemeral storage, hugepages, extended."""
+    return name in _LIMITED or is_hugepages(name) or is_extended(name)
+
+
 def _constrained_name(quota_name: str) -> str | None:
-    """The request resource a quota entry bounds, or None (limits, storage, object counts)."""
+    """The request resource a quota entry bounds, or None (storage, object counts, unknown)."""
     if quota_name in _POD_COUNT_NAMES:
         return _POD_COUNT_NAMES[quota_name]
-    if quota_name.startswith((_LIMITS_PREFIX, "count/")):
-        return None  # limits are not requests; object counts other than pods do not bound pods
+    if quota_name.startswith(_LIMITS_PREFIX):
+        name = quota_name[len(_LIMITS_PREFIX):]
+        return name if name in _LIMITED else None
+    if quota_name.startswith("count/"):
+        return None  # object counts other than pods do not bound pods
     name = quota_name[len(_REQUESTS_PREFIX):] if quota_name.startswith(_REQUESTS_PREFIX) else quota_name
-    if name in (CPU, MEMORY) or is_extended(name):
-        return name
-    return None
+    return name if _quota_counted(name) else None
 
 
 def free_amounts(quota: QuotaRecord) -> dict[str, int]:
-    """hard - used per bounded resource; `cpu` and `requests.cpu` both bound cpu (keep the tighter)."""
+    """hard - used per bounded resource; `cpu`, `requests.cpu` and `limits.cpu` all bound cpu
+    (keep the tightest)."""
     free: dict[str, int] = {}
     for quota_name, hard in quota.hard.items():
         name = _constrained_name(quota_name)
@@ -52,9 +82,20 @@ def free_amounts(quota: QuotaRecord) -> dict[str, int]:
     return free
 
 
-def _scope_matches(scope: ScopeRequirement, priority_class: str) -> bool:
-    if scope.scope_name != PRIORITY_CLASS_SCOPE:
-        return False
+def _scope_matches(scope: ScopeRequirement, shape: ReplicaShape) -> bool:
+    if scope.scope_name == PRIORITY_CLASS_SCOPE:
+        return _priority_matches(scope, shape.priority_class)
+    if scope.scope_name in (_BEST_EFFORT, _NOT_BEST_EFFORT):
+        best_effort = shape.request(CPU) <= 0 and shape.request(MEMORY) <= 0
+        holds = best_effort if scope.scope_name == _BEST_EFFORT else not best_effort
+    elif scope.scope_name in _ALWAYS:
+        holds = True
+    else:  # _NEVER, and any scope this version does not know: it is not about pods
+        holds = False
+    return holds if scope.operator != "DoesNotExist" else not holds
+
+
+def _priority_matches(scope: ScopeRequirement, priority_class: str) -> bool:
     has_class = priority_class != ""
     if scope.operator == "Exists":
         return has_class
@@ -67,8 +108,8 @@ def _scope_matches(scope: ScopeRequirement, priority_class: str) -> bool:
     return False
 
 
-def quota_applies(quota: QuotaRecord, priority_class: str) -> bool:
-    return not quota.scopes or any(_scope_matches(s, priority_class) for s in quota.scopes)
+def quota_applies(quota: QuotaRecord, shape: ReplicaShape) -> bool:
+    return all(_scope_matches(s, shape) for s in quota.scopes)
 
 
 def _demand(components: Iterable[Component]) -> dict[str, int]:
@@ -77,7 +118,7 @@ def _demand(components: Iterable[Component]) -> dict[str, int]:
     for component in components:
         demand[PODS] = demand.get(PODS, 0) + component.replicas
         for name, amount in component.shape.requests:
-            if name in (CPU, MEMORY) or is_extended(name):
+            if _quota_counted(name):
                 demand[name] = demand.get(name, 0) + amount * component.replicas
     return demand
 
@@ -85,7 +126,7 @@ def _demand(components: Iterable[Component]) -> dict[str, int]:
 def _matching(components: Iterable[Component], quota: QuotaRecord) -> list[Component]:
     if not quota.scopes:
         return list(components)
-    return [c for c in components if quota_applies(quota, c.shape.priority_class)]
+    return [c for c in components if quota_applies(quota, c.shape)]
 
 
 def _wanted(components: Sequence[Component], quota: QuotaRecord) -> dict[str, int] | None:
