@@ -36,12 +36,22 @@ gRPC protocol (MaxAvailableReplicas, MaxAvailableComponentSets, GetUnschedulable
 Accepts every flag of Karmada's Go karmada-scheduler-estimator (v1.16 to v1.19), with Go's
 value syntax, so Karmada's manifests and Helm chart start it unchanged.
 
-Differences from Karmada's Go estimator, on purpose:
+Differences from Karmada's Go estimator, on purpose (docs/semantics.md; the member's own
+kube-scheduler, run by `make e2e`, judges both sides):
+  * a pod's request is counted as kube-scheduler counts it: native sidecars (init
+    containers with restartPolicy Always) add to the app containers, and pod-level
+    spec.resources replaces the container sum; Karmada's estimator (scheduler code of
+    Kubernetes 1.26) counts a sidecar as an ordinary init container and ignores pod-level
+    resources, so it promises room those pods hold;
   * assumed (in-flight) workloads in a request are ALWAYS deducted (the Go server only
     does so with its SchedulingOvercommitProtection gate on, off by default);
-  * ResourceQuotas are always applied, including pods / count/pods quotas;
+  * ResourceQuotas are always applied as quota admission enforces them: pods / count/pods,
+    limits.*, ephemeral-storage and hugepages, and the BestEffort / NotBestEffort /
+    NotTerminating scopes (Karmada reads requests of cpu, memory and extended resources and
+    PriorityClass scopes only);
   * --packing best (default) can place more component sets than Karmada's First-Fit and
-    never fewer; --packing first-fit reproduces Karmada's answers exactly.
+    never fewer; --packing first-fit reproduces Karmada's answers wherever the two count
+    a member alike (everywhere but the points above).
 """
 
 
@@ -206,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Address the gRPC server binds to (not in the Go estimator, which binds all).")
     ours.add_argument("--packing", choices=PACKING_MODES, default="best",
                       help="best: verified best packing, never below first-fit (default); "
-                           "first-fit: Karmada's algorithm, same answers as the Go estimator.")
+                           "first-fit: Karmada's algorithm, the Go estimator's answers except where it counts "
+                           "pods or quotas unlike kube-scheduler (see the list above).")
     ours.add_argument("--best-budget", type=float, default=1.0, metavar="X",
                       help="--packing best: after first-fit's answer, search for a better one doing at most X times "
                            "first-fit's own work (at least 20,000 node visits, so a small member can afford a search), "

@@ -37,6 +37,7 @@ from typing import Mapping
 
 import numpy as np
 
+from estimator.cluster.devicestate import KINDS as DEVICE_KINDS, DeviceState
 from estimator.cluster.nodetree import NodeTree
 from estimator.core.model import NodeClass
 from estimator.core.records import KINDS, PodRecord, _ParsedNode, parse_node, parse_object, pod_record, quota_record, record_key
@@ -101,6 +102,8 @@ class ClusterCache:
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
+        self._devices = DeviceState()  # DRA objects; their counts join the snapshot's columns
+        self._device_overlay: tuple | None = None  # (order, devices version, overlay) see _with_devices
         # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
         self._excess: dict[tuple[int, int], int] = {}
         self.busy = False  # a relist is being applied (replace_kind); read without the lock
@@ -309,6 +312,12 @@ class ClusterCache:
             return self._workloads.set_replicaset(record.namespace, record.name, record)
         if kind == "Deployment":
             return self._workloads.set_deployment(record.namespace, record.name, record)
+        if kind == "DeviceClass":
+            return self._devices.set_class(record.name, record)
+        if kind == "ResourceSlice":
+            return self._devices.set_slice(record.name, record)
+        if kind == "ResourceClaim":
+            return self._devices.set_claim((record.namespace, record.name), record)
         raise ValueError(f"unknown kind {kind!r}")
 
     def _remove(self, kind: str, key) -> bool:
@@ -322,6 +331,12 @@ class ClusterCache:
             return self._workloads.set_replicaset(key[0], key[1], None)
         if kind == "Deployment":
             return self._workloads.set_deployment(key[0], key[1], None)
+        if kind == "DeviceClass":
+            return key in self._devices.classes and self._devices.set_class(key, None)
+        if kind == "ResourceSlice":
+            return key in self._devices.slices and self._devices.set_slice(key, None)
+        if kind == "ResourceClaim":
+            return key in self._devices.claims and self._devices.set_claim(key, None)
         raise ValueError(f"unknown kind {kind!r}")
 
     # --- the update API ---
@@ -414,6 +429,8 @@ class ClusterCache:
             return {name for name, row in self._rows.items() if self._row_nodes[row] is not None}
         if kind == "ResourceQuota":
             return set(self._quotas)
+        if kind in DEVICE_KINDS:
+            return self._devices.keys(kind)
         if kind not in ("Pod", "ReplicaSet", "Deployment"):
             raise ValueError(f"unknown kind {kind!r}")
         index = self._workloads.index()
@@ -470,10 +487,13 @@ class ClusterCache:
         allocatable = self._allocatable[rows, :width]
         available = allocatable - self._requested[rows, :width]
         np.maximum(available, 0, out=available)
+        resource_names = self._resource_names
+        if self._devices.active:
+            allocatable, available, resource_names = self._with_devices(allocatable, available, names)
         return ClusterSnapshot(
             version=self._version,
             node_names=names,
-            resource_names=self._resource_names,
+            resource_names=resource_names,
             allocatable=allocatable,
             available=available,
             node_class=self._row_class[rows],
@@ -484,6 +504,47 @@ class ClusterCache:
             hostnames=self._hostnames,
             _positions=self._positions,
         )
+
+
+    def _with_devices(self, allocatable: np.ndarray, available: np.ndarray, names: tuple[str, ...]):
+        """The columns with DRA-served resources added (see estimator.core.devices): on a node
+        whose allocatable has none of a served resource, its devices of the class, less those
+        allocated, are what is free. A served resource no node advertises becomes a new column.
+        The overlay (positions and amounts per resource) is kept while the node order and the
+        device state stand."""
+        key = (names, self._devices.version)
+        if self._device_overlay is None or self._device_overlay[0] != key:
+            self._device_overlay = (key, _device_overlay(self._devices.counts(), names))
+        overlay = self._device_overlay[1]
+        columns = list(self._resource_names)
+        extra = [name for name in overlay if name not in self._column_index]
+        if extra:
+            pad = np.zeros((allocatable.shape[0], len(extra)), dtype=np.int64)
+            allocatable, available = np.hstack([allocatable, pad]), np.hstack([available, pad])
+            columns += extra
+        for name, (positions, totals, used) in overlay.items():
+            column = columns.index(name)
+            dra = allocatable[positions, column] == 0  # a node that advertises it is served by its device plugin
+            allocatable[positions[dra], column] = totals[dra]
+            available[positions[dra], column] = np.maximum(totals[dra] - used[dra], 0)
+        return allocatable, available, tuple(columns)
+
+
+def _device_overlay(counts: dict[str, dict[str, tuple[int, int]]], names: tuple[str, ...]) -> dict:
+    """resource -> (node positions, devices, allocated) as int64 arrays, in snapshot order."""
+    where = {name: i for i, name in enumerate(names)} if counts else {}
+    rows: dict[str, list[tuple[int, int, int]]] = {}
+    for node, per_resource in counts.items():
+        position = where.get(node)
+        if position is None:
+            continue  # a slice of a node without a Node object: nothing to place there
+        for resource, (total, used) in per_resource.items():
+            rows.setdefault(resource, []).append((position, total, used))
+    overlay = {}
+    for resource in sorted(rows):
+        table = np.array(rows[resource], dtype=np.int64)
+        overlay[resource] = (table[:, 0], table[:, 1], table[:, 2])
+    return overlay
 
 
 def _grow(array: np.ndarray, axis: int) -> np.ndarray:

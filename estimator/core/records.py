@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from estimator.core.devices import claim_record, device_class_record, slice_record
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.core.podrequests import pod_requests
 from estimator.core.resources import MAX_INT64, PODS, is_counted, parse_resource_list
@@ -181,7 +182,13 @@ _PARSERS = {
     "ResourceQuota": lambda obj: quota_record(obj),
     "ReplicaSet": lambda obj: replicaset_record(obj),
     "Deployment": lambda obj: deployment_record(obj),
+    # Dynamic Resource Allocation (resource.k8s.io/v1): devices served as extended resources.
+    "DeviceClass": lambda obj: device_class_record(obj),
+    "ResourceSlice": lambda obj: slice_record(obj),
+    "ResourceClaim": lambda obj: claim_record(obj),
 }
+# Kinds without a namespace: their key is the name alone.
+CLUSTER_SCOPED = ("Node", "DeviceClass", "ResourceSlice")
 
 
 # The kinds a cache holds, in the order a full load feeds them; the one kind -> parser table.
@@ -195,7 +202,8 @@ def parse_object(kind: str, obj: Any):
 
 
 def record_key(kind: str, record):
-    """The key `delete` and `keys` use for a record of `kind`: a node's name, else (namespace, name)."""
-    if kind == "Node":
+    """The key `delete` and `keys` use for a record of `kind`: the name of a cluster-scoped
+    object (a node), else (namespace, name)."""
+    if kind in CLUSTER_SCOPED:
         return record.name
     return (record.namespace, record.name)

@@ -3,7 +3,8 @@
 It speaks the part of the API the estimator's list/watch loop uses, with the semantics of
 a real kube-apiserver backed by etcd:
 
-- objects of five kinds (Node, Pod, ResourceQuota, ReplicaSet, Deployment) under one global
+- objects of eight kinds (Node, Pod, ResourceQuota, ReplicaSet, Deployment and DRA's DeviceClass,
+  ResourceSlice, ResourceClaim) under one global
   resourceVersion counter; every change is one event in a bounded history;
 - list: `limit` + `continue` pagination over keys in etcd order, every page served from the
   snapshot at the first page's resourceVersion (rebuilt from the history), `fieldSelector`

@@ -14,6 +14,9 @@ RESOURCES = {
     "/api/v1/resourcequotas": ("ResourceQuota", "v1", True),
     "/apis/apps/v1/replicasets": ("ReplicaSet", "apps/v1", True),
     "/apis/apps/v1/deployments": ("Deployment", "apps/v1", True),
+    "/apis/resource.k8s.io/v1/deviceclasses": ("DeviceClass", "resource.k8s.io/v1", False),
+    "/apis/resource.k8s.io/v1/resourceslices": ("ResourceSlice", "resource.k8s.io/v1", False),
+    "/apis/resource.k8s.io/v1/resourceclaims": ("ResourceClaim", "resource.k8s.io/v1", True),
 }
 KIND_INFO = {kind: (path, api_version, namespaced) for path, (kind, api_version, namespaced) in RESOURCES.items()}
 _FIRST_RV = 1000

@@ -56,7 +56,7 @@ def socket_options() -> list[tuple[int, int, int]]:
 @dataclass(frozen=True)
 class _Endpoint:
     path: str  # the cluster-wide collection
-    api: str  # "core" or "apps": the generated API class, only for clients without param_serialize
+    api: str  # "core", "apps" or "resource": the generated API class, only for clients without param_serialize
     method: str
 
 
@@ -66,6 +66,10 @@ _ENDPOINTS = {
     "ResourceQuota": _Endpoint("/api/v1/resourcequotas", "core", "list_resource_quota_for_all_namespaces"),
     "ReplicaSet": _Endpoint("/apis/apps/v1/replicasets", "apps", "list_replica_set_for_all_namespaces"),
     "Deployment": _Endpoint("/apis/apps/v1/deployments", "apps", "list_deployment_for_all_namespaces"),
+    "DeviceClass": _Endpoint("/apis/resource.k8s.io/v1/deviceclasses", "resource", "list_device_class"),
+    "ResourceSlice": _Endpoint("/apis/resource.k8s.io/v1/resourceslices", "resource", "list_resource_slice"),
+    "ResourceClaim": _Endpoint("/apis/resource.k8s.io/v1/resourceclaims", "resource",
+                               "list_resource_claim_for_all_namespaces"),
 }
 # Query parameter names as the API server spells them (the generated methods' keyword names).
 _QUERY_NAMES = {"limit": "limit", "_continue": "continue", "field_selector": "fieldSelector", "watch": "watch",
@@ -371,6 +375,8 @@ class KubeClient:
         self._apis = None
         if not hasattr(api_client, "param_serialize"):
             self._apis = {"core": k8s.CoreV1Api(api_client), "apps": k8s.AppsV1Api(api_client)}
+            if hasattr(k8s, "ResourceV1Api"):  # a client older than resource.k8s.io/v1 reads DRA kinds by path
+                self._apis["resource"] = k8s.ResourceV1Api(api_client)
         return old
 
     @classmethod
@@ -422,7 +428,7 @@ class KubeClient:
         params = {k: v for k, v in params.items() if v not in (None, "")}
         timeout = (self.connect_timeout, max(read_timeout, 0.001))
         try:
-            if self._apis is not None:
+            if self._apis is not None and endpoint.api in self._apis:
                 method = getattr(self._apis[endpoint.api], endpoint.method)
                 return method(**params, _preload_content=False, _request_timeout=timeout)
             return self._get(endpoint.path, params, timeout)

@@ -111,6 +111,7 @@ class Reflector:
         self.failing_since: float | None = None  # options.clock() time of the first failure in a row
         self._next_loud = 0.0
         self.on_synced: Callable[[], None] | None = None  # called once, after the first list
+        self.not_served = False  # an optional kind the API server does not serve or let us read
         self.on_listed: Callable[[Reflector], None] | None = None  # after every complete list
         self.thread = threading.Thread(target=self._run, name=f"watch-{spec.kind}", daemon=True)
 
@@ -184,7 +185,10 @@ class Reflector:
                 self._client.fresh_connections()  # pooled connections on the same path may be dead too
                 delay = self._failed("unavailable", str(error))
             except ApiError as error:
-                delay = self._failed(f"http-{error.status}", str(error), level=logging.ERROR)
+                if self.spec.optional and error.status in (403, 404):
+                    delay = self._not_served(error)
+                else:
+                    delay = self._failed(f"http-{error.status}", str(error), level=logging.ERROR)
             except Exception as error:  # noqa: BLE001 - a bug must not end the loop: relist
                 log.exception("%s: unexpected error in the list/watch loop; relisting", self.kind)
                 self.resource_version = ""
@@ -237,6 +241,25 @@ class Reflector:
             log.error("%s: list/watch has been failing for %.0fs (last error: %s); estimates are answered from "
                       "state %.0fs old", self.kind, failing_for, message[:200], time.monotonic() - self.last_ok)
         return delay
+
+    def _not_served(self, error: ApiError) -> float:
+        """An optional kind the API server does not serve (404) or lets us read (403): the
+        member has none of it as far as we can tell. Synced (empty) the first time, said
+        once; listed again every `optional_retry` seconds."""
+        self.resource_version = ""
+        self.last_error = str(error)
+        if not self.not_served:
+            self.not_served = True
+            what = "not served by the API server" if error.status == 404 else "not readable with our credentials"
+            log.warning("%s: %s (%s): counted as none (DRA-served devices are not counted); listing again every %.0fs",
+                        self.kind, what, str(error)[:200], self.options.optional_retry)
+        if self._cache.keys(self.kind):
+            self._cache.replace_kind(self.kind, [])  # it was served before: its objects are gone with it
+        if not self.synced:
+            self.synced = True
+            if self.on_synced is not None:
+                self.on_synced()
+        return self.options.optional_retry
 
     def _take_token(self) -> None:
         wait = self._limiter.reserve()
@@ -326,6 +349,7 @@ class Reflector:
         self._relist_done = asked
         if self.on_listed is not None:
             self.on_listed(self)
+        self.not_served = False
         if not self.synced:
             self.synced = True
             log.info("%s: synced %d objects at resourceVersion %s", self.kind, len(seen), resource_version)

@@ -18,6 +18,10 @@ class KindSpec:
     kind: str
     namespaced: bool
     field_selector: str = ""
+    # Optional: a member that does not serve the kind (404: no resource.k8s.io/v1, DRA off) or
+    # does not let us read it (403: RBAC of an install older than DRA support) counts as having
+    # none of it; the loop says so once and lists again every `optional_retry` seconds.
+    optional: bool = False
 
 
 KIND_SPECS: tuple[KindSpec, ...] = (
@@ -26,6 +30,9 @@ KIND_SPECS: tuple[KindSpec, ...] = (
     KindSpec("ResourceQuota", namespaced=True),
     KindSpec("ReplicaSet", namespaced=True),
     KindSpec("Deployment", namespaced=True),
+    KindSpec("DeviceClass", namespaced=False, optional=True),
+    KindSpec("ResourceSlice", namespaced=False, optional=True),
+    KindSpec("ResourceClaim", namespaced=True, optional=True),
 )
 
 
@@ -73,3 +80,5 @@ class ReflectorOptions:
     # left alone, the next young collection walked ~60,000 of them in one 20-30 ms pause.
     young_gc_every: int = 512
     rng: random.Random = field(default_factory=random.Random)
+    # How often an optional kind the API server does not serve (or lets us read) is listed again.
+    optional_retry: float = 60.0
