@@ -130,7 +130,7 @@ def main(argv=None) -> int:
                                 args.work / "placement", args.placement_fleets, args.seed)
             background.start()
         if args.judge_members > 0:  # its own apiserver, kube-scheduler and three estimators
-            judged = Beside("judge", judge.run, args.bin_dir, args.work / "judge", v, args.judge_members,
+            judged = Beside("judge", judge.run_process, args.bin_dir, args.work / "judge", v, args.judge_members,
                             args.judge_seed)
             judged.start()
         diff = Differential(pop, args.work, ours_ff, ours_best, karmada, args.regressions, log)
