@@ -41,10 +41,16 @@ from tests.support import naive
 JUDGE_DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition,StorageObjectInUseProtection,DefaultStorageClass"
 TRIAL_SECONDS = 30.0  # a set not bound (nor refused) by then counts as not bound
 
+_DRA_GROUP = "resource.k8s.io/v1"
 _CLUSTER_PATHS = {"RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
-                  "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses"}
+                  "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+                  "DeviceClass": f"/apis/{_DRA_GROUP}/deviceclasses",
+                  "ResourceSlice": f"/apis/{_DRA_GROUP}/resourceslices"}
 _DUMPED = (("Node", "v1", "/api/v1/nodes"), ("Pod", "v1", "/api/v1/pods"),
-           ("ResourceQuota", "v1", "/api/v1/resourcequotas"))
+           ("ResourceQuota", "v1", "/api/v1/resourcequotas"),
+           ("DeviceClass", _DRA_GROUP, _CLUSTER_PATHS["DeviceClass"]),
+           ("ResourceSlice", _DRA_GROUP, _CLUSTER_PATHS["ResourceSlice"]),
+           ("ResourceClaim", _DRA_GROUP, f"/apis/{_DRA_GROUP}/resourceclaims"))
 
 SCHEDULER_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
@@ -194,10 +200,12 @@ class Judge:
         return name
 
     def _clear(self) -> None:
-        calls = [lambda: self.api.delete("/api/v1/nodes")]
+        calls = [lambda: self.api.delete("/api/v1/nodes"), lambda: self.api.delete(_CLUSTER_PATHS["ResourceSlice"]),
+                 lambda: self.api.delete(_CLUSTER_PATHS["DeviceClass"])]
         for ns in self._namespaces:
             calls += [lambda ns=ns: self.api.delete(namespaced(ns, "pods"), grace=0),
-                      lambda ns=ns: self.api.delete(namespaced(ns, "resourcequotas"))]
+                      lambda ns=ns: self.api.delete(namespaced(ns, "resourcequotas")),
+                      lambda ns=ns: self._delete_claims(ns)]
         for done in [self.pool.submit(call) for call in calls]:
             done.result()
         self._namespaces = []  # namespaces are never deleted (no namespace controller): each member has its own
@@ -209,7 +217,9 @@ class Judge:
         # One at a time in name order: the estimators keep the order the watch delivers and
         # the snapshot-mode reference reads the dump's (name) order; first-fit depends on it.
         for node in sorted(member.nodes, key=lambda n: n["metadata"]["name"]):
-            self.api.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status"})
+            self.api.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status" and not k.startswith("_")})
+        for obj in member.device_classes + member.slices:  # what a DRA driver and an admin publish
+            self.api.create(_CLUSTER_PATHS[obj["kind"]], obj)
         jobs = [self.pool.submit(self.api.status, f"/api/v1/nodes/{node['metadata']['name']}", node["status"])
                 for node in member.nodes]
         for pod in member.pods:
@@ -220,7 +230,26 @@ class Judge:
             job.result()
         for quota in member.quotas:  # after the pods: quota admission would charge them otherwise
             self._quota(quota, names[quota["metadata"]["namespace"]])
+        for claim in member.claims:  # devices running pods hold: the allocation a scheduler wrote
+            path = namespaced(names[claim["metadata"]["namespace"]], "resourceclaims", _DRA_GROUP)
+            self.api.create(path, {k: v for k, v in claim.items() if k != "status"})
+            self.api.status(f"{path}/{claim['metadata']['name']}", claim["status"])
         return names
+
+    def _delete_claims(self, ns: str) -> None:
+        """Every ResourceClaim of `ns`, finalizers first: the controller that would lift the
+        scheduler's delete protection and the pod-owner garbage collection do not run here."""
+        path = namespaced(ns, "resourceclaims", _DRA_GROUP)
+        for claim in self.api.items(path):
+            item = f"{path}/{claim['metadata']['name']}"
+            if claim["metadata"].get("finalizers"):
+                self.api.call("PATCH", item, {"metadata": {"finalizers": None}},
+                              content_type="application/merge-patch+json")
+            try:
+                self.api.delete(item)
+            except ApiStatus as error:
+                if error.status != 404:
+                    raise
 
     def _existing_pod(self, pod: dict, terminating: bool) -> None:
         path = namespaced(pod["metadata"]["namespace"], "pods")
@@ -286,6 +315,8 @@ class Judge:
             return self._bind(job_pods(query.components, ns, scheduler, sets=sets, pins=pins), ns)
         finally:
             self.api.delete(namespaced(ns, "pods"), grace=0)
+            if member.dra:  # the claims kube-scheduler made for the pods' DRA-served resources
+                self._delete_claims(ns)
             time.sleep(0.05)  # let the scheduler's informer see the deletions before the next trial
             self._timed("trials", started)
 
@@ -326,6 +357,7 @@ class Judge:
         ref, answers = self._answers(member, names)
         self._timed("answers", started)
         self.tally.members += 1
+        self.tally.dra_members += member.dra
         for job, answer in zip(member.jobs, answers):
             job = Job(job.name, _renamed(job.query, names))
             self._judge_job(member, names, job, answer, ref)

@@ -48,10 +48,18 @@ class Job:
 @dataclass
 class RealMember:
     seed: int
-    nodes: list[dict] = field(default_factory=list)
+    nodes: list[dict] = field(default_factory=list)  # "_served": DRA resource name -> devices the node has
     pods: list[dict] = field(default_factory=list)  # "_terminating": deleted after creation (stays, bound)
     quotas: list[dict] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
+    # Dynamic Resource Allocation: GPUs published by a driver instead of node allocatable.
+    device_classes: list[dict] = field(default_factory=list)
+    slices: list[dict] = field(default_factory=list)
+    claims: list[dict] = field(default_factory=list)  # devices already allocated, with their allocation
+
+    @property
+    def dra(self) -> bool:
+        return bool(self.device_classes)
 
     def namespaces(self) -> tuple[str, ...]:
         return NAMESPACES
@@ -319,6 +327,9 @@ def _shape(rng: random.Random, anchor: dict, nodes: list[dict], namespace: str, 
                 "memory": int(alloc["memory"][:-2]) * GI * rng.randint(1, share) // 100 // MI * MI}
     if gpu and GPU in alloc:
         requests[GPU] = rng.choice([g for g in (1, 1, 1, 2, 4, 8) if g <= int(alloc[GPU])])
+    elif gpu and anchor.get("_served"):  # through DRA: a name some class serves from the anchor's devices
+        name, count = rng.choice(sorted(anchor["_served"].items()))
+        requests[name] = rng.choice([g for g in (1, 1, 1, 2, 4, 8) if g <= count] or [1])
     if rng.random() < 0.2:
         requests["ephemeral-storage"] = rng.choice((1, 4, 10)) * GI
     offered = sorted(name for name in alloc if name in (HUGE_2M, FPGA, HCA))
@@ -336,7 +347,7 @@ def _unhealthy(node: dict) -> bool:
 
 def _components(rng: random.Random, nodes: list[dict], namespace: str, prefix: str, most: int = 4) -> tuple:
     healthy = [n for n in nodes if not _unhealthy(n)] or nodes  # jobs are written for the pools that work
-    gpu_nodes = [n for n in healthy if GPU in n["status"]["allocatable"]]
+    gpu_nodes = [n for n in healthy if GPU in n["status"]["allocatable"] or n.get("_served")]
     gpu = bool(gpu_nodes) and rng.random() < 0.5
     priority = rng.choice(("",) * 4 + tuple(sorted(PRIORITY_CLASSES)))
     names = ("master", "worker", "ps", "evaluator")[:min(most, rng.choice((1, 2, 2, 2, 3, 4)))]
@@ -345,7 +356,7 @@ def _components(rng: random.Random, nodes: list[dict], namespace: str, prefix: s
         wants_gpu = gpu and (c > 0 or len(names) == 1)
         anchor = rng.choice(gpu_nodes if wants_gpu else healthy)
         if rng.random() < 0.05:  # written blind: for a node of some other member
-            anchor = rng.choice(nodes) | {"spec": {}}
+            anchor = {k: v for k, v in rng.choice(nodes).items() if k != "_served"} | {"spec": {}}
         shape = _shape(rng, anchor, nodes, namespace, priority, wants_gpu, rng.choice((3, 6, 10, 15, 25, 40)))
         # Sized for the member: one component's replicas ask at most half of what its healthy nodes have.
         fitting = [r for r in (1, 2, 3, 4, 6, 8) if all(
@@ -356,7 +367,7 @@ def _components(rng: random.Random, nodes: list[dict], namespace: str, prefix: s
 
 
 def _total_allocatable(nodes: list[dict], resource: str) -> int:
-    total = 0
+    total = sum(n.get("_served", {}).get(resource, 0) for n in nodes)
     for node in nodes:
         value = node["status"]["allocatable"].get(resource, "0")
         if resource == "cpu":
@@ -387,6 +398,9 @@ def generate(seed: int) -> RealMember:
     member = RealMember(seed=seed)
     flavours = _flavours(rng)
     member.nodes = [_node(rng, i, rng.choice(flavours)) for i in range(_node_count(rng))]
+    dra = random.Random(seed * 7919 + 17)  # its own stream: members without DRA stay as they were
+    if dra.random() < DRA_SHARE:
+        _serve_gpus_through_dra(dra, member)
     for node in member.nodes:
         member.pods.extend(_node_pods(rng, node))
     gpus = any(GPU in n["status"]["allocatable"] for n in member.nodes)
@@ -395,6 +409,90 @@ def generate(seed: int) -> RealMember:
             member.quotas.append(_quota(rng, f"quota-{q}", namespace, gpus))
     member.jobs = [_job(rng, member.nodes, j) for j in range(rng.choice((1, 2)))]
     return member
+
+
+# -- GPUs through DRA ---------------------------------------------------------------------------------------
+# A driver publishes each GPU node's devices in ResourceSlices; DeviceClasses select them and
+# declare the extended resource names pods ask for. What a class selects is worked out here by
+# plain rules written beside each selector (the generator's own bookkeeping for sizing jobs),
+# never by the estimator's CEL evaluation; kube-scheduler judges the answers.
+
+DRA_SHARE = 0.3
+DRIVER = "gpu.example.com"
+_MODELS = {"a100": ("40Gi", "80Gi"), "h100": ("80Gi",), "l4": ("24Gi",)}
+# (class name, extended resource name or None, CEL selectors, the generator's rule for the same choice)
+_CLASSES = (
+    ("gpu.example.com", GPU, [f'device.driver == "{DRIVER}"'], lambda d: True),
+    ("big-gpu", "example.com/big-gpu",
+     [f'device.driver == "{DRIVER}"',
+      f'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) >= 0'], lambda d: d["memory"] == "80Gi"),
+    ("h100", "example.com/h100",
+     [f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "h100"'], lambda d: d["model"] == "h100"),
+    ("new-driver", None,
+     [f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].driverVersion.isGreaterThan(semver("550.0.0"))'],
+     lambda d: d["version"] > (550, 0, 0)),
+)
+
+
+def _serve_gpus_through_dra(rng: random.Random, member: RealMember) -> None:
+    chosen = [_CLASSES[0]] + [c for c in _CLASSES[1:] if rng.random() < 0.6]
+    for name, resource, selectors, _ in chosen:
+        spec: dict = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
+        if resource:
+            spec["extendedResourceName"] = resource
+        member.device_classes.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                      "metadata": {"name": name}, "spec": spec})
+    candidates = [n for n in member.nodes if GPU in n["status"]["allocatable"]] or member.nodes[:1]
+    for node in candidates:
+        if rng.random() < 0.8 or node is candidates[0]:  # the rest keep their device plugin: a mixed member
+            _dra_node(rng, member, node, chosen)
+
+
+def _dra_node(rng: random.Random, member: RealMember, node: dict, classes) -> None:
+    name = node["metadata"]["name"]
+    for key in ("allocatable", "capacity"):
+        node["status"][key].pop(GPU, None)
+    model = node["metadata"]["labels"].setdefault("accelerator", rng.choice(sorted(_MODELS)))
+    devices = []
+    for i in range(rng.randint(1, 8)):
+        memory = rng.choice(_MODELS.get(model, ("40Gi",)))
+        version = rng.choice(((535, 104, 5), (550, 54, 15), (560, 35, 3)))
+        devices.append({"name": f"gpu-{i}", "model": model, "memory": memory, "version": version, "attributes": {
+            "model": {"string": model}, "index": {"int": i}, f"{DRIVER}/driverVersion": {"version": ".".join(map(str, version))},
+            "productName": {"string": f"Example {model.upper()}"}}, "capacity": {"memory": {"value": memory}}})
+    allocated = [d for d in devices if rng.random() < 0.25]
+    split = len(devices) > 1 and rng.random() < 0.2  # the pool published in two slices
+    incomplete = split and rng.random() < 0.25  # ... of which only the first is out yet: nothing counts
+    parts = [devices[: len(devices) // 2], devices[len(devices) // 2:]] if split else [devices]
+    for k, part in enumerate(parts[:1] if incomplete else parts):
+        member.slices.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                              "metadata": {"name": f"{name}-{DRIVER}-{k}"},
+                              "spec": {"driver": DRIVER, "nodeName": name,
+                                       "pool": {"name": name, "generation": 1, "resourceSliceCount": len(parts)},
+                                       "devices": [{"name": d["name"], "attributes": d["attributes"],
+                                                    "capacity": d["capacity"]} for d in part]}})
+    for d in allocated:
+        member.claims.append(_allocated_claim(rng, name, d["name"], classes[0][0]))
+    if incomplete:
+        return
+    free = [d for d in devices if d not in allocated]
+    node["_served"] = {}
+    for cls, resource, _, rule in classes:
+        for served in ([resource] if resource else []) + [f"deviceclass.resource.kubernetes.io/{cls}"]:
+            count = sum(1 for d in free if rule(d))
+            if count:
+                node["_served"][served] = count
+
+
+def _allocated_claim(rng: random.Random, node: str, device: str, device_class: str) -> dict:
+    """A claim of a running pod: one device, allocated on `node` (the status a scheduler wrote)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{node}-{device}-claim", "namespace": rng.choice(NAMESPACES)},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}},
+            "status": {"allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": node, "device": device}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
 
 
 # -- the pods kube-scheduler is asked to bind --------------------------------------------------------------

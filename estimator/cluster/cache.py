@@ -64,7 +64,9 @@ class _NodeState:
 
 
 class ClusterCache:
-    def __init__(self) -> None:
+    def __init__(self, device_matcher=None) -> None:
+        """`device_matcher`: how a DeviceClass's selectors judge a device (default: CEL; tests
+        pass a plain function, see estimator.cluster.devicestate)."""
         self._lock = threading.Lock()
         self._version = 0
         self._updated_at = 0.0
@@ -102,7 +104,7 @@ class ClusterCache:
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
-        self._devices = DeviceState()  # DRA objects; their counts join the snapshot's columns
+        self._devices = DeviceState(device_matcher) if device_matcher else DeviceState()  # DRA objects; their counts join the snapshot's columns
         self._device_overlay: tuple | None = None  # (order, devices version, overlay) see _with_devices
         # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
         self._excess: dict[tuple[int, int], int] = {}
@@ -443,6 +445,13 @@ class ClusterCache:
         for namespace, records in by_namespace.items():
             keys.update((namespace, name) for name in records)
         return keys
+
+    def device_classes_failing(self) -> set[str]:
+        """DeviceClasses whose selectors could not be evaluated at the last count (none of the
+        devices count for them)."""
+        with self._lock:
+            self._devices.counts()
+            return set(self._devices.failed_classes)
 
     def stats(self) -> dict[str, int]:
         """Sizes for logs and metrics."""

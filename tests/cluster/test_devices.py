@@ -1,0 +1,173 @@
+"""GPUs served through DRA: parsing the three kinds, and what a snapshot offers per node.
+
+Expected amounts are worked out by hand in each case's comment from kube-scheduler's rules
+(estimator/core/devices.py's docstring), not computed by the code under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.cluster.cache import ClusterCache
+from estimator.core.devices import IMPLICIT_PREFIX, claim_record, device_class_record, served_names, slice_record
+
+DRIVER = "gpu.example.com"
+GPU = "nvidia.com/gpu"
+
+
+def node(name, **allocatable):
+    alloc = {"cpu": "8", "memory": "32Gi", "pods": "110", **allocatable}
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": alloc}}
+
+
+def device_class(name, resource=None, selectors=(), created="2026-01-01T00:00:00Z"):
+    spec = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
+    if resource:
+        spec["extendedResourceName"] = resource
+    return {"kind": "DeviceClass", "metadata": {"name": name, "creationTimestamp": created}, "spec": spec}
+
+
+def resource_slice(name, node_name, devices, pool=None, generation=1, count=1, driver=DRIVER):
+    return {"kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": driver, "nodeName": node_name,
+                     "pool": {"name": pool or node_name, "generation": generation, "resourceSliceCount": count},
+                     "devices": [{"name": d, "attributes": {"model": {"string": model}}} for d, model in devices]}}
+
+
+def claim(name, *devices, namespace="ml", pool=None):
+    return {"kind": "ResourceClaim", "metadata": {"name": name, "namespace": namespace},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "r", "driver": DRIVER, "pool": pool or p, "device": d} for p, d in devices]}}}}
+
+
+def by_model(wanted):
+    """A matcher standing in for CEL: the class name says which model it wants ('any': all)."""
+    def matches(cls, driver, device):
+        if cls.name == "broken":
+            return None
+        model = dict((n, v) for n, _, v in device.attributes)["model"]
+        return driver == DRIVER and (wanted.get(cls.name, "any") in ("any", model))
+    return matches
+
+
+def cache_with(*objects, matches=None):
+    cache = ClusterCache(device_matcher=matches)
+    for obj in objects:
+        cache.upsert(obj["kind"], obj)
+    return cache
+
+
+def free(snapshot, resource):
+    """Free amount per node; a resource no node offers has no column, which reads as 0 everywhere."""
+    if resource not in snapshot.resource_names:
+        return {n: 0 for n in snapshot.node_names}
+    column = snapshot.resource_names.index(resource)
+    return {n: int(snapshot.available[i, column]) for i, n in enumerate(snapshot.node_names)}
+
+
+def test_devices_a_class_selects_less_the_allocated_are_free_on_nodes_without_the_resource():
+    # n1: 4 a100 devices, one allocated -> 3; n2 advertises 2 GPUs through its device plugin: the
+    # class does not serve it (its own allocatable, 2, stays); n3 has no slice -> 0.
+    cache = cache_with(node("n1"), node("n2", **{GPU: "2"}), node("n3"),
+                       device_class("gpus", GPU),
+                       resource_slice("s1", "n1", [(f"g{i}", "a100") for i in range(4)]),
+                       resource_slice("s2", "n2", [("g0", "a100")]),
+                       claim("c1", ("n1", "g2")), matches=by_model({}))
+    snapshot = cache.snapshot()
+    assert free(snapshot, GPU) == {"n1": 3, "n2": 2, "n3": 0}
+    assert free(snapshot, IMPLICIT_PREFIX + "gpus") == {"n1": 3, "n2": 1, "n3": 0}
+
+
+def test_selectors_exclude_devices_and_a_broken_selector_counts_nothing():
+    # "h100s" selects 1 of the 3 devices; "broken" cannot be evaluated: nothing for it anywhere.
+    cache = cache_with(node("n1"), device_class("h100s", "example.com/h100"), device_class("broken", "example.com/x"),
+                       resource_slice("s1", "n1", [("g0", "a100"), ("g1", "h100"), ("g2", "a100")]),
+                       matches=by_model({"h100s": "h100"}))
+    snapshot = cache.snapshot()
+    assert free(snapshot, "example.com/h100") == {"n1": 1}
+    assert free(snapshot, "example.com/x") == {"n1": 0}
+    assert cache.device_classes_failing() == {"broken"}
+
+
+def test_an_incomplete_pool_counts_nothing_until_its_last_slice_arrives():
+    # The pool says two slices; with one published the scheduler skips it; with both, 1 + 2 devices.
+    half = resource_slice("s1", "n1", [("g0", "a100")], pool="p", count=2)
+    cache = cache_with(node("n1"), device_class("gpus", GPU), half, matches=by_model({}))
+    assert free(cache.snapshot(), GPU) == {"n1": 0}
+    cache.upsert("ResourceSlice", resource_slice("s2", "n1", [("g1", "a100"), ("g2", "a100")], pool="p", count=2))
+    assert free(cache.snapshot(), GPU) == {"n1": 3}
+
+
+def test_only_the_newest_generation_of_a_pool_counts():
+    old = resource_slice("old", "n1", [("g0", "a100"), ("g1", "a100")], pool="p", generation=1)
+    new = resource_slice("new", "n1", [("g0", "a100")], pool="p", generation=2)
+    cache = cache_with(node("n1"), device_class("gpus", GPU), old, new, matches=by_model({}))
+    assert free(cache.snapshot(), GPU) == {"n1": 1}
+
+
+def test_claims_and_slices_coming_and_going_are_recounted():
+    cache = cache_with(node("n1"), device_class("gpus", GPU), resource_slice("s1", "n1", [("g0", "a100"), ("g1", "a100")]),
+                       matches=by_model({}))
+    assert free(cache.snapshot(), GPU) == {"n1": 2}
+    cache.upsert("ResourceClaim", claim("c", ("n1", "g0"), ("n1", "g1")))
+    assert free(cache.snapshot(), GPU) == {"n1": 0}
+    cache.delete("ResourceClaim", ("ml", "c"))
+    assert free(cache.snapshot(), GPU) == {"n1": 2}
+    cache.delete("ResourceSlice", "s1")
+    assert free(cache.snapshot(), GPU) == {"n1": 0}
+    cache.delete("DeviceClass", "gpus")
+    assert GPU not in cache.snapshot().resource_names
+
+
+def test_a_tainted_device_and_a_slice_for_many_nodes_do_not_count():
+    tainted = resource_slice("s1", "n1", [("g0", "a100"), ("g1", "a100")])
+    tainted["spec"]["devices"][0]["taints"] = [{"key": "broken", "effect": "NoSchedule"}]
+    shared = resource_slice("s2", "n1", [("x0", "a100")], pool="net")
+    del shared["spec"]["nodeName"]
+    shared["spec"]["allNodes"] = True
+    cache = cache_with(node("n1"), device_class("gpus", GPU), tainted, shared, matches=by_model({}))
+    assert free(cache.snapshot(), GPU) == {"n1": 1}
+
+
+def test_the_newer_class_wins_a_name_then_the_name_sorting_first():
+    older = device_class_record(device_class("b-old", GPU, created="2026-01-01T00:00:00Z"))
+    newer = device_class_record(device_class("z-new", GPU, created="2026-02-01T00:00:00Z"))
+    assert served_names([older, newer])[GPU].name == "z-new"
+    tie_a = device_class_record(device_class("a", GPU))
+    tie_b = device_class_record(device_class("b", GPU))
+    assert served_names([tie_b, tie_a])[GPU].name == "a"
+    assert served_names([tie_a])[IMPLICIT_PREFIX + "a"].name == "a"
+
+
+@pytest.mark.parametrize("parse, obj, says", [
+    (slice_record, {"metadata": {"name": "s"}, "spec": {"driver": DRIVER, "pool": {"name": "p", "generation": -1},
+                                                        "devices": []}}, "generation"),
+    (slice_record, {"metadata": {"name": "s"}, "spec": {"driver": DRIVER, "pool": {"name": "p"},
+                                                        "devices": [{"name": "d", "attributes": {"a": {}}}]}},
+     "exactly one of"),
+    (slice_record, {"metadata": {"name": "s"}, "spec": {"driver": DRIVER, "pool": {"name": "p"}, "devices": "many"}},
+     "spec.devices"),
+    (device_class_record, {"metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {}}]}}, "expression"),
+    (claim_record, {"metadata": {"name": "c", "namespace": "n"},
+                    "status": {"allocation": {"devices": {"results": [{"driver": DRIVER, "pool": "p"}]}}}}, "device"),
+], ids=["a negative generation", "an attribute without a type", "devices not a list",
+        "a selector without an expression", "an allocation without its device"])
+def test_malformed_objects_are_refused_naming_the_field(parse, obj, says):
+    with pytest.raises(ValueError, match=says):
+        parse(obj)
+
+
+def test_a_malformed_object_changes_nothing():
+    cache = cache_with(node("n1"), device_class("gpus", GPU), resource_slice("s1", "n1", [("g0", "a100")]),
+                       matches=by_model({}))
+    before = free(cache.snapshot(), GPU)
+    with pytest.raises(ValueError):
+        cache.upsert("ResourceSlice", {"metadata": {"name": "s1"}, "spec": {"driver": DRIVER, "pool": {"name": "p"},
+                                                                              "devices": [{"name": ""}]}})
+    assert free(cache.snapshot(), GPU) == before == {"n1": 1}
+
+
+def test_a_claim_naming_a_device_no_slice_has_takes_nothing():
+    cache = cache_with(node("n1"), device_class("gpus", GPU), resource_slice("s1", "n1", [("g0", "a100")]),
+                       claim("ghost", ("n1", "missing")), matches=by_model({}))
+    assert free(cache.snapshot(), GPU) == {"n1": 1}
