@@ -1,7 +1,9 @@
-"""Cluster state from files: `kubectl get nodes,pods,resourcequotas,replicasets,deployments -A -o yaml`.
+"""Cluster state from files: `kubectl get nodes,pods,resourcequotas,replicasets,deployments,deviceclasses,
+resourceslices,resourceclaims -A -o yaml`.
 
 Accepts, in YAML or JSON: a `v1 List` (or any `*List` kind), multi-document YAML, and single
-objects. Node, Pod, ResourceQuota, ReplicaSet and Deployment feed a fresh ClusterCache;
+objects. Node, Pod, ResourceQuota, ReplicaSet, Deployment, DeviceClass, ResourceSlice and
+ResourceClaim feed a fresh ClusterCache;
 other kinds are counted and reported in one warning per file. Anything malformed raises
 StateLoadError naming the file, the object (kind namespace/name, #index in the file) and
 the problem; nothing is returned unless every file loaded. Common pods and nodes go

@@ -54,6 +54,10 @@ MEMBER_TOKEN_SECRET = f"{COMPONENT}-token"
 MEMBER_RULES = (
     {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["apps"], "resources": ["replicasets", "deployments"], "verbs": ["get", "list", "watch"]},
+    # GPUs served through Dynamic Resource Allocation (docs/semantics.md): without these the
+    # estimator still runs, counting no DRA-served devices, and says so in its log.
+    {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices", "resourceclaims"],
+     "verbs": ["get", "list", "watch"]},
 )
 
 PARTS = ("all", "host", "member")

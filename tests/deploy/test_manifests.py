@@ -226,12 +226,14 @@ def test_the_container_flags_parse_as_the_estimator_parses_them(name):
 # Member side: least privilege
 
 
-def test_the_member_role_reads_exactly_nodes_pods_quotas_replicasets_and_deployments():
+def test_the_member_role_reads_exactly_nodes_pods_quotas_workloads_and_dra_objects():
     objects = by_kind(m.render(VARIANTS["defaults"], "member"))
     assert set(objects) == {"Namespace", "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding"}
     assert objects["ClusterRole"]["rules"] == [
         {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["apps"], "resources": ["replicasets", "deployments"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices", "resourceclaims"],
+         "verbs": ["get", "list", "watch"]},
     ]
     binding = objects["ClusterRoleBinding"]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
