@@ -218,23 +218,31 @@ class Judge:
         # the snapshot-mode reference reads the dump's (name) order; first-fit depends on it.
         for node in sorted(member.nodes, key=lambda n: n["metadata"]["name"]):
             self.api.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status" and not k.startswith("_")})
-        for obj in member.device_classes + member.slices:  # what a DRA driver and an admin publish
-            self.api.create(_CLUSTER_PATHS[obj["kind"]], obj)
         jobs = [self.pool.submit(self.api.status, f"/api/v1/nodes/{node['metadata']['name']}", node["status"])
                 for node in member.nodes]
+        jobs += [self.pool.submit(self.api.create, _CLUSTER_PATHS[obj["kind"]], obj)  # what a DRA driver publishes
+                 for obj in member.device_classes + member.slices]
         for pod in member.pods:
             body = {k: v for k, v in pod.items() if not k.startswith("_")}
             body = dict(body, metadata=dict(body["metadata"], namespace=names[pod["metadata"]["namespace"]]))
             jobs.append(self.pool.submit(self._existing_pod, body, pod.get("_terminating", False)))
         for job in jobs:
             job.result()
-        for quota in member.quotas:  # after the pods: quota admission would charge them otherwise
-            self._quota(quota, names[quota["metadata"]["namespace"]])
-        for claim in member.claims:  # devices running pods hold: the allocation a scheduler wrote
-            path = namespaced(names[claim["metadata"]["namespace"]], "resourceclaims", _DRA_GROUP)
-            self.api.create(path, {k: v for k, v in claim.items() if k != "status"})
-            self.api.status(f"{path}/{claim['metadata']['name']}", claim["status"])
+        # Devices running pods hold: the allocation a scheduler wrote (before the quotas, as the pods).
+        for done in [self.pool.submit(self._claim, claim, names[claim["metadata"]["namespace"]])
+                     for claim in member.claims]:
+            done.result()
+        # After the pods and claims: quota admission would charge them otherwise.
+        for done in [self.pool.submit(self._quota, quota, names[quota["metadata"]["namespace"]])
+                     for quota in member.quotas]:
+            done.result()
         return names
+
+    def _claim(self, claim: dict, ns: str) -> None:
+        path = namespaced(ns, "resourceclaims", _DRA_GROUP)
+        self.api.create(path, dict({k: v for k, v in claim.items() if k != "status"},
+                                   metadata=dict(claim["metadata"], namespace=ns)))
+        self.api.status(f"{path}/{claim['metadata']['name']}", claim["status"])
 
     def _delete_claims(self, ns: str) -> None:
         """Every ResourceClaim of `ns`, finalizers first: the controller that would lift the

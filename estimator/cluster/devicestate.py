@@ -35,7 +35,7 @@ def cel_matches(cls: DeviceClassRecord, driver: str, device: Device) -> bool | N
     """Every selector of the class accepts the device; None when one cannot be evaluated."""
     from estimator.core import cel  # only members with DeviceClasses pay for the CEL runtime
 
-    view = cel.DeviceView.of(driver, device)
+    view = cel.DeviceView(driver, device.attributes, device.capacity)
     try:
         return all(cel.compile_selector(expression).matches(view) for expression in cls.selectors)
     except cel.SelectorError as error:
