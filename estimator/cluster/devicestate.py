@@ -26,6 +26,8 @@ from estimator.core.devices import (
 )
 
 log = logging.getLogger(__name__)
+# celpy logs each evaluation step with the whole device at DEBUG (our --v 4): far too much.
+logging.getLogger("celpy").setLevel(logging.INFO)
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim")
 _VERDICTS_KEPT = 65536  # selector verdicts remembered; dropped all at once beyond (a new content mix)
