@@ -55,8 +55,9 @@ class DeviceState:
         self.claims: dict[tuple[str, str], ClaimRecord] = {}
         self._allocated: Counter[DeviceKey] = Counter()
         self._by_node: dict[str, set[str]] = {}  # node -> slice names
+        self._pools: dict[tuple[str, str], set[str]] = {}  # (driver, pool) -> slice names
         self._device_node: dict[DeviceKey, str] = {}
-        self._complete: set[tuple[str, str, int]] = set()
+        self._complete: dict[tuple[str, str], int] = {}  # (driver, pool) -> its complete newest generation
         self._served: dict[str, DeviceClassRecord] = {}
         self._counts: dict[str, dict[str, tuple[int, int]]] = {}  # node -> resource -> (total, used)
         self._dirty: set[str] = set()
@@ -95,19 +96,32 @@ class DeviceState:
         else:
             self.slices[name] = record
             self._index(record)
-        complete = complete_pools(self.slices.values())
-        changed_pools = {(d, p) for d, p, _ in complete ^ self._complete}
-        self._complete = complete
-        if changed_pools:
-            self._dirty.update(s.node for s in self.slices.values() if s.node and (s.driver, s.pool) in changed_pools)
+        for pool in {(s.driver, s.pool) for s in (old, record) if s is not None}:
+            self._recheck_pool(pool)
         return self._bump()
+
+    def _recheck_pool(self, pool: tuple[str, str]) -> None:
+        """Whether the pool's newest generation is complete; its nodes are recounted when that changes."""
+        members = [self.slices[n] for n in self._pools.get(pool, ())]
+        generation = complete_pools(members).get(pool)
+        if generation != self._complete.get(pool):
+            if generation is None:
+                del self._complete[pool]
+            else:
+                self._complete[pool] = generation
+            self._dirty.update(s.node for s in members if s.node)
 
     def set_claim(self, key: tuple[str, str], record: ClaimRecord | None) -> bool:
         old = self.claims.get(key)
         if old == record:
             return False
         if old is not None:
-            self._allocated.subtract(old.allocated)
+            for device in old.allocated:
+                left = self._allocated[device] - 1
+                if left > 0:
+                    self._allocated[device] = left
+                else:
+                    del self._allocated[device]
             self._touch(old.allocated)
         if record is None:
             del self.claims[key]
@@ -115,7 +129,6 @@ class DeviceState:
             self.claims[key] = record
             self._allocated.update(record.allocated)
             self._touch(record.allocated)
-        self._allocated = +self._allocated  # drop keys at zero
         return self._bump()
 
     def _bump(self) -> bool:
@@ -129,6 +142,7 @@ class DeviceState:
                 self._dirty.add(node)
 
     def _index(self, s: SliceRecord) -> None:
+        self._pools.setdefault((s.driver, s.pool), set()).add(s.name)
         if s.node is None:
             return
         self._by_node.setdefault(s.node, set()).add(s.name)
@@ -136,6 +150,11 @@ class DeviceState:
             self._device_node[(s.driver, s.pool, device.name)] = s.node
 
     def _unindex(self, s: SliceRecord) -> None:
+        pool = self._pools.get((s.driver, s.pool))
+        if pool is not None:
+            pool.discard(s.name)
+            if not pool:
+                del self._pools[(s.driver, s.pool)]
         if s.node is None:
             return
         names = self._by_node.get(s.node)

@@ -184,8 +184,8 @@ def served_names(classes: Iterable[DeviceClassRecord]) -> dict[str, DeviceClassR
     return served
 
 
-def complete_pools(slices: Iterable[SliceRecord]) -> set[tuple[str, str, int]]:
-    """(driver, pool, generation) of each pool whose newest generation has all its slices."""
+def complete_pools(slices: Iterable[SliceRecord]) -> dict[tuple[str, str], int]:
+    """(driver, pool) -> generation, for each pool whose newest generation has all its slices."""
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
         key = (s.driver, s.pool)
@@ -196,18 +196,18 @@ def complete_pools(slices: Iterable[SliceRecord]) -> set[tuple[str, str, int]]:
             entry = seen.setdefault((s.driver, s.pool, s.generation), [0, s.slice_count])
             entry[0] += 1
             entry[1] = max(entry[1], s.slice_count)
-    return {key for key, (found, wanted) in seen.items() if found >= wanted}
+    return {key[:2]: key[2] for key, (found, wanted) in seen.items() if found >= wanted}
 
 
 def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceClassRecord],
-                complete: set[tuple[str, str, int]], allocated: Mapping[DeviceKey, int], matches: Matcher,
+                complete: Mapping[tuple[str, str], int], allocated: Mapping[DeviceKey, int], matches: Matcher,
                 failed: set[str]) -> dict[str, tuple[int, int]]:
     """{resource name: (devices the class selects, of which allocated)} for one node's slices.
     Classes whose selectors failed are added to `failed` and count nothing on this node."""
     counts: dict[str, tuple[int, int]] = {}
     broken: set[str] = set()
     for s in node_slices:
-        if (s.driver, s.pool, s.generation) not in complete:
+        if complete.get((s.driver, s.pool)) != s.generation:
             continue
         for device in s.devices:
             if device.tainted:
