@@ -123,3 +123,17 @@ e2e-karmada: $(addprefix $(E2E_BIN)/,karmada-scheduler-estimator-$(KARMADA_VERSI
 e2e-karmada-check: $(STAMP) e2e-karmada
 	$(PY) -m pytest -q -p no:cacheprovider e2e/karmada
 e2e: e2e-karmada-check
+
+# A real Karmada control plane for e2e/harness/karmadacp.py (issue 26): Karmada's own programs,
+# built from e2e/karmada/go.mod at KARMADA_VERSION (its `tool` lines name them). The pattern rule
+# builds one program, `karmada-<cmd>-<version>` from cmd/<cmd>; the first compiles Karmada's
+# controllers and the apiserver libraries, the others reuse the Go build cache.
+KARMADA_CP := aggregated-apiserver controller-manager scheduler webhook
+KARMADA_CP_BINS := $(foreach c,$(KARMADA_CP),$(E2E_BIN)/karmada-$(c)-$(KARMADA_VERSION))
+.PHONY: e2e-karmada-cp
+
+$(KARMADA_CP_BINS): $(E2E_BIN)/karmada-%-$(KARMADA_VERSION): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/$*
+
+e2e-karmada-cp: $(KARMADA_CP_BINS) $(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_VERSION)
