@@ -31,6 +31,11 @@ Cluster state files
     ClusterSnapshot, the immutable per-node arrays one cache yields.
 Packing
     first_fit_sets (Karmada's first-fit over component sets) and warmup_kernels.
+Devices served through Dynamic Resource Allocation (a DeviceClass's extendedResourceName, KEP-5004)
+    count_dra_devices (DeviceClass, ResourceSlice and ResourceClaim objects -> per node, the
+    devices and allocated devices of every resource name a class serves, as the estimator
+    counts them: estimator/core/devices.py; every class also serves its implicit name
+    deviceclass.resource.kubernetes.io/<class>) and its DraCounts.
 Launching (Linux)
     preload_estimator and fork_estimator: estimators forked from a process that loaded the
     kernels once (the demo's six).
@@ -41,7 +46,8 @@ Command-line values (Go syntax, Karmada's feature gates)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from estimator.cluster.kubefiles import ObjectFileError, read_objects
 from estimator.core.errors import StateLoadError
@@ -134,6 +140,42 @@ def preload_estimator() -> None:
     preload()
 
 
+@dataclass(frozen=True)
+class DraCounts:
+    """What count_dra_devices found on one member."""
+
+    served: Mapping[str, str]  # resource name -> the DeviceClass serving it
+    nodes: Mapping[str, Mapping[str, tuple[int, int]]]  # node -> resource name -> (devices, of which allocated)
+    failed_classes: frozenset[str]  # classes whose selectors could not be evaluated: none of their devices count
+
+
+def count_dra_devices(objects: Iterable[Any]) -> DraCounts:
+    """Per node (spec.nodeName of its ResourceSlices), the devices each served resource name can
+    take and how many of them claims hold, counted by the estimator's own rules (complete pools,
+    untainted devices, CEL selectors: estimator.core.devices); every other kind is skipped.
+    Whether a node uses them for a name depends on its allocatable (none of it: DRA serves it),
+    which the caller has. ValueError names the field of a malformed DRA object."""
+    from estimator.cluster.devicestate import DeviceState
+    from estimator.core.devices import claim_record, device_class_record, served_names, slice_record
+
+    state = DeviceState()
+    for obj in objects:
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if kind == "DeviceClass":
+            record = device_class_record(obj)
+            state.set_class(record.name, record)
+        elif kind == "ResourceSlice":
+            record = slice_record(obj)
+            state.set_slice(record.name, record)
+        elif kind == "ResourceClaim":
+            record = claim_record(obj)
+            state.set_claim((record.namespace, record.name), record)
+    counts = state.counts()
+    served = {name: cls.name for name, cls in served_names(state.classes.values()).items()}
+    return DraCounts(served, {node: dict(per_name) for node, per_name in counts.items()},
+                     frozenset(state.failed_classes))
+
+
 def fork_estimator(argv, output_fd: int | None = None) -> int:
     """Run `karmada-estimator argv` in a child forked from this process; its pid
     (estimator.__main__.fork_serve: Linux, single-threaded, no gRPC object created yet)."""
@@ -146,9 +188,11 @@ __all__ = [
     "ALL_GATES", "CPU", "EPHEMERAL_STORAGE", "FEATURE_GATES", "MAX_INT32", "MAX_INT64", "MEMORY",
     "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
     "OP_NOT_IN", "PODS", "TERMINAL_POD_PHASES", "UNSCHEDULABLE_TAINT",
-    "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "FeatureGates", "FlagValueError",
+    "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "DraCounts", "FeatureGates",
+    "FlagValueError",
     "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
     "ReplicaShape", "ReplicasQuery", "ResourceListError", "StateLoadError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
+    "count_dra_devices",
     "first_fit_sets", "fork_estimator", "is_counted", "is_hugepages", "label_selector", "load_object_files", "node_passes",
     "parse_feature_gates", "parse_go_duration", "parse_quantity", "parse_resource_list", "pod_requests",
     "preload_estimator",
