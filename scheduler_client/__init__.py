@@ -13,6 +13,7 @@ Module map (pure logic unless marked as an edge):
     clusterstatus.py  member objects -> resourceSummary, as the cluster status controller
     resourcemodels.py Karmada's resource models: defaults, grading, model nodes
     members.py      one view per member, saying where each number came from
+    dra.py          devices a member serves through DRA, which no Cluster status counts
     general.py      the general estimator: resource summary and resource-model paths
     accurate.py     EDGE: gRPC fan-out to scheduler-estimators under one deadline
     merge.py        per member, the minimum over authentic answers

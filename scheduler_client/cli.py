@@ -22,7 +22,7 @@ from typing import Sequence
 import yaml
 
 from estimator.api import FlagValueError, parse_go_duration
-from scheduler_client import accurate, doctor, report
+from scheduler_client import accurate, doctor, dra, report
 from scheduler_client.clusters import to_cluster_object
 from scheduler_client.gates import RESOURCE_MODELING, GateError, parse_gates
 from scheduler_client.members import Member, build_members
@@ -72,9 +72,11 @@ def _add_member_arguments(p: argparse.ArgumentParser) -> None:
                          help="Karmada Cluster objects (kubectl get clusters -o yaml): labels, resource models and "
                               "status.resourceSummary. Repeatable.")
     members.add_argument("--member", action="append", default=[], metavar="NAME=FILE",
-                         help="a member's nodes and pods (kubectl get nodes,pods -A -o yaml); repeat a NAME to add "
+                         help="a member's nodes and pods (kubectl get nodes,pods -A -o yaml; add deviceclasses,"
+                              "resourceslices,resourceclaims for GPUs served through DRA); repeat a NAME to add "
                               "files. Without a Cluster status, the summary is computed from it as Karmada's cluster "
-                              "status controller does; it also gives per-node explanations.")
+                              "status controller does; it also gives per-node explanations and the devices served "
+                              "through DRA, which no Cluster status shows.")
     est = p.add_argument_group("accurate estimators (karmada-scheduler-estimator, gRPC)")
     est.add_argument("--estimator", action="append", default=[], metavar="NAME=HOST:PORT",
                      help="the member's scheduler-estimator address")
@@ -160,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 DOCTOR = ("Flags the silent failures before they happen: feature gate, spread constraint, blind resource models, "
           "members without an accurate estimator. Exit 3 when a problem would misplace the job.")
 SUMMARIZE = ("Print Karmada Cluster objects whose status.resourceSummary (and allocatableModelings) is computed "
-             "from member object files, as Karmada's cluster status controller computes them.")
+             "from member object files, as Karmada's cluster status controller computes them. Beside it, the "
+             f"resources a member serves through DRA (annotation {dra.ANNOTATION}, and comments in YAML): the "
+             "summary sums node allocatable only, so Karmada counts none of them.")
 
 
 def _add_doctor_arguments(p: argparse.ArgumentParser) -> None:
@@ -287,9 +291,15 @@ def run_summarize(args) -> int:
     members = [m for m in _members(args, gates.get(RESOURCE_MODELING, True)) if m.summary is not None]
     objects = [to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
                for m in members]
+    for member, obj in zip(members, objects):
+        if member.dra:  # beside the node-allocatable summary: what the member serves through DRA
+            obj["metadata"]["annotations"] = {dra.ANNOTATION: dra.annotation(member.dra)}
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
+        for m in members:
+            for line in dra.comment_lines(m.name, m.dra, m.dra_failed_classes):
+                print(line)
         print(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}, sort_keys=False), end="")
     return EXIT_CHOSEN
 

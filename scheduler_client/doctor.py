@@ -8,6 +8,9 @@ Each finding names the scenario failure it prevents (docs/scenario.md):
 3. resource models that cannot see a requested resource: 0 sets on every member;
 4. members without an accurate estimator: per-node fragmentation invisible (with a
    snapshot, the member where that already misleads Karmada is named).
+Also, with member snapshots: a requested resource a member serves only through DRA (devices
+in ResourceSlices, none in node allocatable, dra.py): Karmada counts 0 of it there and refuses
+the member for this job whatever is free.
 Also: a policy that does not select the job, and a policy that lets Karmada take a member
 without checking it fits.
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from scheduler_client import clusterfilter, explain, karmada
+from scheduler_client import clusterfilter, dra, explain, karmada
 from scheduler_client.gates import MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING
 from scheduler_client.general import requested_names, summary_sets
 from scheduler_client.interpreters import Job
@@ -138,7 +141,11 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
                 name = outcome.targets[0].name
                 sets = outcome.sets.get(name, 0)
                 taken = f": here {name}, where the general estimator counts {sets} set(s)"
-                if sets < 1:
+                blind = _dra_blind(inp, name)
+                if sets < 1 and blind:
+                    taken += (f", blind to the {', '.join(blind)} it serves through DRA: whether the job fits there, "
+                              "only its accurate estimator can tell")
+                elif sets < 1:
                     severity = ERROR
                     taken += ", so the job would stay Pending there"
         findings.append(Finding("availability-ignored", severity, None,
@@ -213,9 +220,52 @@ def _accurate(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
     return findings
 
 
+def _dra_blind(inp: DoctorInput, name: str) -> list[str]:
+    """The requested resources member `name` serves only through DRA (Karmada counts 0 of them)."""
+    member = next((m for m in inp.members if m.name == name), None)
+    return [r.name for r in dra.member_blind(member, requested_names(inp.job.components))] if member else []
+
+
+def _dra(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
+    placement = inp.policy.placement
+    # Karmada counts sets before it takes a member only on the multi-component path with a check.
+    counted = (inp.gates.get(MULTIPLE_POD_TEMPLATES, False) and placement.single_member_spread()
+               and not placement.spread_ignored() and not placement.availability_ignored())
+    requested = requested_names(inp.job.components)
+    findings = []
+    for member in inp.members:
+        if member.name not in allowed:
+            continue
+        name = member.name
+        for resource in dra.member_blind(member, requested):
+            message = (f"{name} serves {resource.name} only through DRA ({resource.text()}): {dra.BLIND} sets for "
+                       "this job, and so does Karmada's own karmada-scheduler-estimator; Karmada takes the minimum "
+                       f"over its estimators, so it refuses {name} for every job asking {resource.name} although "
+                       f"{resource.free} device(s) are free")
+            if not counted:
+                message += (" (this policy does not make Karmada count sets before it takes a member, but every "
+                            "policy that does will)")
+            fix = (f"make sure {name}'s scheduler-estimator is this project's, which counts DRA-served devices "
+                   "(Karmada's own reads node allocatable and answers 0 too)"
+                   if name in inp.accurate_members else
+                   f"deploy this project's estimator for {name}, which counts DRA-served devices (Karmada's general "
+                   "estimator and Karmada's own scheduler-estimator cannot), as the README's \"Install for one "
+                   f"member\" does (karmada-estimator manifests --cluster-name {name} --part member, then --part "
+                   "host), and run karmada-scheduler with --enable-scheduler-estimator=true")
+            if counted:
+                fix += (f". Karmada still takes the minimum with its general estimator's 0 while the Cluster's "
+                        f"resourceSummary has no {resource.name}: to run the job on {name} meanwhile, once "
+                        f"`karmada-place --estimator {name}=HOST:PORT` shows it fits, pin it there (clusterAffinity "
+                        f"clusterNames: [{name}] with replicaScheduling Duplicated: Karmada then takes the member "
+                        "without counting sets)")
+            findings.append(Finding("dra-invisible", ERROR if counted else WARNING, None, message, fix))
+    return findings
+
+
 def diagnose(inp: DoctorInput) -> list[Finding]:
     allowed = _allowed(inp.members, inp.job, inp.policy)
-    return [*_selection(inp), *_gate(inp, allowed), *_spread(inp, allowed), *_models(inp), *_accurate(inp, allowed)]
+    return [*_selection(inp), *_gate(inp, allowed), *_spread(inp, allowed), *_models(inp), *_dra(inp, allowed),
+            *_accurate(inp, allowed)]
 
 
 def render(inp: DoctorInput, findings: Sequence[Finding]) -> str:

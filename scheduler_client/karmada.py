@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from estimator.api import NO_EXECUTE, NO_SCHEDULE, tolerates
-from scheduler_client import clusterfilter, gates as feature_gates
-from scheduler_client.general import UNKNOWN, model_sets, summary_sets
+from scheduler_client import clusterfilter, dra, gates as feature_gates
+from scheduler_client.general import UNKNOWN, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import KARMADA_BUILTIN, Job
 from scheduler_client.members import Member
 from scheduler_client.merge import merge
@@ -296,7 +296,7 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
         alternative = checked[0][0] if checked else None
         decisive = sets[chosen] < 1 or alternative != chosen
         state = "absent" if placement.replica_scheduling is None else DUPLICATED
-        fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else "it fits 0 sets, so the pods stay Pending")
+        fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else _zero_sets(inp, chosen))
         out.paths.append(PathNote(PATH_B, decisive,
                                   f"(b) replicaScheduling is {state}: Karmada takes the first member in "
                                   f"(score, available sets, name) order without checking it fits: {chosen}; {fit}"))
@@ -313,6 +313,19 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
                                   "returns one error for the whole call and the scheduler drops the accurate answers "
                                   f"of EVERY member, using the general estimator alone; {effect}"))
     return out
+
+
+def _zero_sets(inp: KarmadaInput, name: str) -> str:
+    """What Karmada's 0 sets on the member it takes means: Pending pods, unless it is blind there."""
+    member = next(m for m in inp.members if m.name == name)
+    blind = dra.member_blind(member, requested_names(inp.job.components))
+    if not blind:
+        return "it fits 0 sets, so the pods stay Pending"
+    reply = inp.accurate.get(name)
+    accurate = reply.value if reply is not None and reply.value is not None and reply.value != UNKNOWN else None
+    return (f"Karmada counts 0 sets there, blind to the {', '.join(r.name for r in blind)} it serves through DRA; "
+            + (f"its accurate estimator counts {accurate} set(s)" if accurate is not None else
+               "whether the pods run there, only its accurate estimator can tell"))
 
 
 def outcome(inp: KarmadaInput) -> KarmadaOutcome:

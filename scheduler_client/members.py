@@ -7,6 +7,8 @@ What the general estimator reads, and where it came from (said in every explanat
 - resource models: spec.resourceModels, else Karmada's defaults (the apiserver sets them on
   create while CustomizedClusterResourceModeling is on), else none;
 - allocatable modelings: from the same status as the summary, else graded from the snapshot.
+Beside them, from the member snapshot only: the resources it serves through DRA (dra.py),
+which no Cluster status shows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Mapping, Sequence
 from estimator.api import ClusterSnapshot, Taint
 from scheduler_client import clusterstatus
 from scheduler_client.clusters import ClusterObject
+from scheduler_client.dra import DraResource
 from scheduler_client.general import ResourceSummary
 from scheduler_client.resourcemodels import DEFAULT_MODELS, GradeCount, ModelError, ResourceModel
 
@@ -35,6 +38,8 @@ class MemberSnapshot:
     nodes: tuple[Mapping, ...]
     pods: tuple[Mapping, ...]
     snapshot: ClusterSnapshot
+    dra: tuple[DraResource, ...] = ()  # resources served through DRA (devices in ResourceSlices)
+    dra_failed_classes: frozenset[str] = frozenset()  # DeviceClasses whose selectors cannot be evaluated
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class Member:
     grade_counts: tuple[GradeCount, ...] | None = None
     snapshot: ClusterSnapshot | None = None
     has_cluster_object: bool = False
+    dra: tuple[DraResource, ...] = ()  # from the member snapshot: what Karmada's status does not count
+    dra_failed_classes: frozenset[str] = frozenset()
 
 
 def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[str, MemberSnapshot],
@@ -93,5 +100,7 @@ def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[s
             grade_counts=counts,
             snapshot=snap.snapshot if snap else None,
             has_cluster_object=obj is not None,
+            dra=snap.dra if snap else (),
+            dra_failed_classes=snap.dra_failed_classes if snap else frozenset(),
         ))
     return members

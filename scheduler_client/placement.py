@@ -12,7 +12,8 @@
 5. what Karmada itself would do (karmada.py): under `karmada_compatible` that IS the answer
    (several members, a member fitting 0 sets, the general-only choice, or Karmada's error);
    otherwise it is reported beside this tool's recommendation;
-6. reasons per member and warnings for the job (explain.py for per-node reasons).
+6. reasons per member and warnings for the job (explain.py for per-node reasons; dra.py for
+   requested resources a member serves through DRA, which the general estimator cannot see).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from estimator.api import ComponentSetsQuery
-from scheduler_client import clusterfilter, explain, gates as feature_gates, karmada
+from scheduler_client import clusterfilter, dra, explain, gates as feature_gates, karmada
 from scheduler_client.accurate import Answer
 from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import Job
@@ -85,6 +86,7 @@ class _Row:
     deciding: tuple[str, ...]
     rejected_by: dict[str, str]  # affinity term name -> reason; "*" for term-independent filters
     blockers: tuple[str, ...]
+    dra_blind: tuple[dra.DraResource, ...] = ()  # requested, served through DRA, absent from the summary
 
     def filter_reason(self, term: str) -> str | None:
         return self.rejected_by.get("*") or self.rejected_by.get(term)
@@ -139,6 +141,12 @@ def _reasons(row: _Row, verdict: str, term: str, strategy: str) -> tuple[str, ..
     general = row.estimates[GENERAL].value
     if row.blockers and (verdict == TOO_SMALL or (general is not None and general >= 1)):
         lines.extend(row.blockers)
+    for resource in row.dra_blind:
+        accurate = row.estimates[ACCURATE].value
+        counted = f"; the accurate estimator counts {accurate} set(s)" if accurate is not None and accurate >= 0 \
+            else ""
+        lines.append(f"{resource.name} is served through DRA here: {resource.text()}; {dra.BLIND}, and so does "
+                     f"Karmada's own scheduler-estimator{counted}")
     for name in (GENERAL, ACCURATE):  # blind resource models are summed up once, in the warnings
         estimate = row.estimates[name]
         if estimate.value == UNKNOWN:
@@ -204,6 +212,7 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
     to_ask = [name for name in allowed_somewhere if name in options.accurate_members]
     answers = ask_accurate(to_ask, query, job.object_key) if to_ask and ask_accurate else {}
     modeling = options.gates.get(feature_gates.RESOURCE_MODELING, True)
+    requested = requested_names(job.components)
 
     rows = []
     for m in members:
@@ -215,7 +224,8 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
         }
         merged = merge({name: e.value for name, e in estimates.items()})
         blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
-        rows.append(_Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers))
+        rows.append(_Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers,
+                         dra.member_blind(m, requested)))
 
     selected, chosen_term = None, placement.affinity_terms[0].name
     for term in placement.affinity_terms:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from estimator.api import ObjectFileError, StateLoadError, load_object_files, read_objects
+from estimator.api import ObjectFileError, StateLoadError, count_dra_devices, load_object_files, read_objects
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
 from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
+from scheduler_client.dra import served_resources
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
 from scheduler_client.members import MemberSnapshot
 from scheduler_client.policy import POLICY_KINDS, Policy, PolicyError, parse_policy
@@ -99,4 +100,11 @@ def load_member_snapshot(name: str, paths: Sequence[str | Path]) -> MemberSnapsh
         resource_summary(nodes, pods)  # fail here, naming the object, rather than mid-placement
     except StatusError as error:
         raise InputError(label, "", f"member {name}: {error}") from None
-    return MemberSnapshot(name, tuple(nodes), tuple(pods), snapshot)
+    dra, failed = (), frozenset()
+    if any(isinstance(obj, Mapping) and obj.get("kind") == "DeviceClass" for obj in objects):
+        try:
+            counts = count_dra_devices(objects)  # the estimator's own counting, CEL selectors included
+        except ValueError as error:  # the estimator's loader above refuses these first, naming the object
+            raise InputError(label, "", f"member {name}: {error}") from None
+        dra, failed = served_resources(nodes, counts), counts.failed_classes
+    return MemberSnapshot(name, tuple(nodes), tuple(pods), snapshot, dra, failed)
