@@ -244,20 +244,27 @@ class Judge:
                                    metadata=dict(claim["metadata"], namespace=ns)))
         self.api.status(f"{path}/{claim['metadata']['name']}", claim["status"])
 
-    def _delete_claims(self, ns: str) -> None:
+    def _delete_claims(self, ns: str, settle: float = 2.0) -> None:
         """Every ResourceClaim of `ns`, finalizers first: the controller that would lift the
-        scheduler's delete protection and the pod-owner garbage collection do not run here."""
+        scheduler's delete protection and the pod-owner garbage collection do not run here.
+        Listed again until none is left (up to `settle` s): kube-scheduler may still be making
+        or dropping one for a pod deleted mid-cycle, and a claim left behind would hold devices."""
         path = namespaced(ns, "resourceclaims", _DRA_GROUP)
-        for claim in self.api.items(path):
-            item = f"{path}/{claim['metadata']['name']}"
-            if claim["metadata"].get("finalizers"):
-                self.api.call("PATCH", item, {"metadata": {"finalizers": None}},
-                              content_type="application/merge-patch+json")
-            try:
-                self.api.delete(item)
-            except ApiStatus as error:
-                if error.status != 404:
-                    raise
+        deadline = time.monotonic() + settle
+        while True:
+            claims = self.api.items(path)
+            if not claims or time.monotonic() > deadline:
+                return
+            for claim in claims:
+                item = f"{path}/{claim['metadata']['name']}"
+                try:
+                    if claim["metadata"].get("finalizers"):
+                        self.api.call("PATCH", item, {"metadata": {"finalizers": None}},
+                                      content_type="application/merge-patch+json")
+                    self.api.delete(item)
+                except ApiStatus as error:
+                    if error.status != 404:  # gone meanwhile: what we wanted
+                        raise
 
     def _existing_pod(self, pod: dict, terminating: bool) -> None:
         path = namespaced(pod["metadata"]["namespace"], "pods")
