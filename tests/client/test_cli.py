@@ -287,7 +287,7 @@ def test_make_demo_tells_the_story():
     assert result.returncode == 0, result.stderr
     out = result.stdout
     # The kernels are warmed once before the estimators start, so they only load them.
-    assert out.index("kernels compiled (or loaded from") < out.index("starting 6 accurate estimators")
+    assert out.index("kernels compiled (or loaded from") < out.index("starting 8 accurate estimators")
     assert "train-big    best       0         0         1" in out
     assert "train-big    first-fit  0         0         1" in out
     assert "THE TRAP, train-big: member-b" in out
@@ -295,3 +295,11 @@ def test_make_demo_tells_the_story():
     assert 'none: "failed to select clusters: no enough resource when selecting 1 clusters"' in out
     for failure in (1, 2, 3, 4):
         assert f"[failure {failure}]" in out
+    # member-d (deploy/demo/member-d.yaml): 4 GPUs per node published through DRA, one held on each, none in
+    # node allocatable. Karmada's general estimator: 0. Ours: train-small 6 free / 2 per set = 3; train-big
+    # one 3-GPU worker on each node = 1.
+    dra = out[out.index("(e) member-d"):]
+    assert "#   nvidia.com/gpu: 8 device(s) on 2 nodes, 6 free, at most 3 on one node, DeviceClass gpu.example.com" in dra
+    rows = {line.split()[0]: line.split()[1:] for line in dra.splitlines() if line.startswith("    train-")}
+    assert rows == {"train-small": ["0", "3", "0"], "train-big": ["0", "1", "0"]}
+    assert "ERROR member-d serves nvidia.com/gpu only through DRA" in dra
