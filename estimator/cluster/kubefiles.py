@@ -5,6 +5,13 @@ client's inputs. Accepts multi-document YAML, a JSON object or array, and `*List
 (`v1 List`, `PodList`, ...) whose items are expanded in place; API-server lists omit each
 item's kind, so it is filled in from the list's kind. Objects are returned as parsed, in
 file order, without checking them: what a kind needs is the caller's business.
+
+A YAML file must end with a line break after its last document (kubectl's and every YAML
+writer's output does): a file cut short while being written ends mid-line, and such a cut
+can still parse (`cpu: 32` cut to `cpu: 3`). A cut between documents cannot be told from a
+whole file by its text: write files elsewhere and rename them into place (the estimator's
+reload also refuses files changed during the read or in the last seconds, see
+cluster/state.py). JSON nested deeper than the parsers follow is refused, naming the file.
 """
 
 from __future__ import annotations
@@ -52,7 +59,9 @@ def iter_objects(path: str | Path, stream_from: int = STREAM_FROM_BYTES) -> Iter
     split = (list_items(raw) or split_items(raw)) if len(raw) >= stream_from else None
     kind = str(split[0].get("kind", "")) if split else ""
     if split is None or not kind.endswith("List"):
-        yield from parse_objects(_decode(raw, path), path)
+        text = _decode(raw, path)
+        _check_ending(text, path)
+        yield from parse_objects(text, path)
         return
     item_kind = kind[: -len("List")]
     items = split[1] if not isinstance(split[1], list) else iter_items(raw, split[1])
@@ -69,6 +78,19 @@ def invalid_json(path: str | Path, raw: bytes) -> None:
     """Raise the ObjectFileError of a JSON document a slice of which did not parse."""
     _documents(_decode(raw, path), path)  # raises the whole document's error
     raise ObjectFileError(path, "invalid JSON") from None
+
+
+def _check_ending(text: str, path: str | Path) -> None:
+    """A YAML file's last line must be whole (see the module docstring). A last document in
+    flow style (`{...}`, `[...]`) may end without a line break: cut, it does not parse."""
+    last = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
+    if not last or not text.strip():
+        return
+    flow = text.rsplit("\n---", 1)[-1].lstrip("-").lstrip().startswith(("{", "["))
+    if not (flow and last.rstrip().endswith(("}", "]"))):
+        raise ObjectFileError(path, "the last line has no line break: a YAML object file must end with one (a file "
+                                    "cut short while being written ends mid-line; write it elsewhere and rename it "
+                                    "into place)")
 
 
 def _decode(raw: bytes, path: str | Path) -> str:
@@ -111,6 +133,8 @@ def _documents(text: str, path: str | Path) -> list[Any]:
             return [json.loads(text)]
         except json.JSONDecodeError as err:
             raise ObjectFileError(path, f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+        except RecursionError:  # orjson stops at 1,024 levels; the stdlib parser recurses until it fails
+            raise ObjectFileError(path, "invalid JSON: nested deeper than any Kubernetes object is") from None
     try:
         return list(yaml.load_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as err:
