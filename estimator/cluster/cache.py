@@ -497,8 +497,11 @@ class ClusterCache:
         available = allocatable - self._requested[rows, :width]
         np.maximum(available, 0, out=available)
         resource_names = self._resource_names
+        dra_served: dict = {}
+        device_groups: dict = {}
         if self._devices.active:
-            allocatable, available, resource_names = self._with_devices(allocatable, available, names)
+            allocatable, available, resource_names, dra_served = self._with_devices(allocatable, available, names)
+            device_groups = self._device_overlay[2]
         return ClusterSnapshot(
             version=self._version,
             node_names=names,
@@ -511,6 +514,8 @@ class ClusterCache:
             workloads=self._workloads.index(),
             updated_at=self._updated_at,
             hostnames=self._hostnames,
+            dra_served=dra_served,
+            device_groups=device_groups,
             _positions=self._positions,
         )
 
@@ -523,7 +528,10 @@ class ClusterCache:
         device state stand."""
         key = (names, self._devices.version)
         if self._device_overlay is None or self._device_overlay[0] != key:
-            self._device_overlay = (key, _device_overlay(self._devices.counts(), names))
+            counts = self._devices.counts()
+            where = {name: i for i, name in enumerate(names)} if counts else {}
+            groups = {where[node]: found for node, found in self._devices.groups().items() if node in where}
+            self._device_overlay = (key, _device_overlay(counts, where), groups)
         overlay = self._device_overlay[1]
         columns = list(self._resource_names)
         extra = [name for name in overlay if name not in self._column_index]
@@ -531,17 +539,19 @@ class ClusterCache:
             pad = np.zeros((allocatable.shape[0], len(extra)), dtype=np.int64)
             allocatable, available = np.hstack([allocatable, pad]), np.hstack([available, pad])
             columns += extra
+        served = {}
         for name, (positions, totals, used) in overlay.items():
             column = columns.index(name)
             dra = allocatable[positions, column] == 0  # a node that advertises it is served by its device plugin
             allocatable[positions[dra], column] = totals[dra]
             available[positions[dra], column] = np.maximum(totals[dra] - used[dra], 0)
-        return allocatable, available, tuple(columns)
+            served[name] = np.zeros(len(names), dtype=bool)
+            served[name][positions[dra]] = True
+        return allocatable, available, tuple(columns), served
 
 
-def _device_overlay(counts: dict[str, dict[str, tuple[int, int]]], names: tuple[str, ...]) -> dict:
+def _device_overlay(counts: dict[str, dict[str, tuple[int, int]]], where: dict[str, int]) -> dict:
     """resource -> (node positions, devices, allocated) as int64 arrays, in snapshot order."""
-    where = {name: i for i, name in enumerate(names)} if counts else {}
     rows: dict[str, list[tuple[int, int, int]]] = {}
     for node, per_resource in counts.items():
         position = where.get(node)

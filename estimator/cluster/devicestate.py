@@ -60,6 +60,7 @@ class DeviceState:
         self._complete: dict[tuple[str, str], int] = {}  # (driver, pool) -> its complete newest generation
         self._served: dict[str, DeviceClassRecord] = {}
         self._counts: dict[str, dict[str, tuple[int, int]]] = {}  # node -> resource -> (total, used)
+        self._groups: dict[str, tuple[tuple[frozenset[str], int], ...]] = {}  # see groups()
         self._dirty: set[str] = set()
         self.version = 0  # bumped by every change that can change a count
         self.failed_classes: set[str] = set()
@@ -181,12 +182,21 @@ class DeviceState:
 
     def _recount(self, node: str) -> None:
         slices = [self.slices[n] for n in self._by_node.get(node, ())]
+        shared: dict[frozenset[str], int] = {}
         counts = node_counts(slices, self._served, self._complete, self._allocated, self._verdict,
-                             self.failed_classes) if self._served else {}
+                             self.failed_classes, shared) if self._served else {}
         if counts:
             self._counts[node] = counts
         else:
             self._counts.pop(node, None)
+        if shared:
+            self._groups[node] = tuple(sorted(shared.items(), key=lambda item: sorted(item[0])))
+        else:
+            self._groups.pop(node, None)
+
+    def groups(self) -> dict[str, tuple[tuple[frozenset[str], int], ...]]:
+        """node -> ((names a free device can serve, devices), ...) (call after `counts`)."""
+        return self._groups
 
     def _verdict(self, cls: DeviceClassRecord, driver: str, device: Device) -> bool | None:
         key = (cls.name, cls.selectors, driver, device.attributes, device.capacity)

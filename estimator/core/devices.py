@@ -27,9 +27,14 @@ Pure: records in, counts out. CEL evaluation is `estimator.core.cel`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from estimator.core.workloads import object_meta
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from estimator.core.snapshot import ClusterSnapshot
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 _ATTRIBUTE_TYPES = ("string", "int", "bool", "version")
@@ -201,11 +206,14 @@ def complete_pools(slices: Iterable[SliceRecord]) -> dict[tuple[str, str], int]:
 
 def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceClassRecord],
                 complete: Mapping[tuple[str, str], int], allocated: Mapping[DeviceKey, int], matches: Matcher,
-                failed: set[str]) -> dict[str, tuple[int, int]]:
+                failed: set[str], shared: dict[frozenset[str], int] | None = None) -> dict[str, tuple[int, int]]:
     """{resource name: (devices the class selects, of which allocated)} for one node's slices.
-    Classes whose selectors failed are added to `failed` and count nothing on this node."""
+    Classes whose selectors failed are added to `failed` and count nothing on this node.
+    `shared`, when given, receives the free devices grouped by the set of names that may take
+    each (one device can serve several names: see `partition`)."""
     counts: dict[str, tuple[int, int]] = {}
     broken: set[str] = set()
+    signatures: list[tuple[set[str], bool]] = []
     for s in node_slices:
         if complete.get((s.driver, s.pool)) != s.generation:
             continue
@@ -213,6 +221,8 @@ def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceC
             if device.tainted:
                 continue
             taken = allocated.get((s.driver, s.pool, device.name), 0) > 0
+            names: set[str] = set()
+            signatures.append((names, taken))
             for resource, cls in served.items():
                 if cls.name in broken:
                     continue
@@ -221,10 +231,55 @@ def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceC
                     broken.add(cls.name)
                     continue
                 if verdict:
+                    names.add(resource)
                     total, used = counts.get(resource, (0, 0))
                     counts[resource] = (total + 1, used + taken)
-    for resource, cls in served.items():
-        if cls.name in broken:
-            counts.pop(resource, None)
+    dropped = {resource for resource, cls in served.items() if cls.name in broken}
+    for resource in dropped:
+        counts.pop(resource, None)
     failed.update(broken)
+    if shared is not None:
+        for names, taken in signatures:
+            key = frozenset(names - dropped)
+            if not taken and key:
+                shared[key] = shared.get(key, 0) + 1
     return counts
+
+
+def partition(groups: Iterable[tuple[frozenset[str], int]], wanted: Iterable[str]) -> dict[str, int]:
+    """How many of a node's free devices each of the `wanted` names may count when one request
+    asks for several of them: `groups` are (names a device can serve, free devices). A device
+    that only one wanted name can take goes to it; one that several could take goes to the one
+    holding fewest so far (ties: the name sorting first). Every device is counted once, so
+    any placement within these amounts is one the node's devices can serve (never an
+    over-promise); kube-scheduler may find more by matching devices to requests."""
+    wanted = sorted(set(wanted))
+    amounts = {name: 0 for name in wanted}
+    contested = []
+    for names, free in groups:
+        mine = [n for n in wanted if n in names]
+        if len(mine) == 1:
+            amounts[mine[0]] += free
+        elif mine:
+            contested.append((mine, free))
+    for mine, free in contested:
+        for _ in range(free):
+            pick = min(mine, key=lambda n: (amounts[n], n))
+            amounts[pick] += 1
+    return amounts
+
+
+def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "np.ndarray") -> None:
+    """In place, on the columns a request gathered: where one node's devices can serve several
+    of the requested DRA-served names, each device counts for one of them only (`partition`)."""
+    wanted = [(k, name) for k, name in enumerate(columns) if name in snapshot.dra_served]
+    if len(wanted) < 2:
+        return
+    for position, groups in snapshot.device_groups.items():
+        here = [name for _, name in wanted if snapshot.dra_served[name][position]]
+        if len(here) < 2:
+            continue
+        amounts = partition(groups, here)
+        for k, name in wanted:
+            if name in amounts:
+                available[position, k] = min(int(available[position, k]), amounts[name])

@@ -59,6 +59,12 @@ class ClusterSnapshot:
     # () when `classes` carry it. The cache keeps it out of NodeClass.labels because it is
     # unique per node and would give every node its own class (filters then run per node).
     hostnames: tuple[str | None, ...] = ()
+    # GPUs served through DRA (estimator.core.devices): per served resource name, the nodes
+    # whose column counts devices (bool [N]); per node position, its free devices grouped by
+    # the names that can take each. One device can serve several names, so a request asking
+    # for two of them must not count it twice (estimator.core.devices.partition).
+    dra_served: Mapping[str, np.ndarray] = field(default_factory=dict)
+    device_groups: Mapping[int, tuple[tuple[frozenset, int], ...]] = field(default_factory=dict)
     _masks: dict = field(default_factory=dict, repr=False)
     _positions: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=dict, repr=False)
@@ -112,7 +118,9 @@ class ClusterSnapshot:
             mask = node_mask(self, claim)
             mask.setflags(write=False)
             with self._lock:
-                if len(self._masks) > 4096:
+                # Bounded in bytes: a mask is N bytes, and its claim (a kept query's: at most
+                # 16 KB, estimate.querymemo.KEPT_MAX_QUERY_BYTES) is the key.
+                if len(self._masks) > 4096 or (len(self._masks) + 1) * (self.num_nodes + (16 << 10)) > 32 << 20:
                     self._masks.clear()
                 self._masks[claim] = mask
         return mask

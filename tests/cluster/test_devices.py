@@ -171,3 +171,37 @@ def test_a_claim_naming_a_device_no_slice_has_takes_nothing():
     cache = cache_with(node("n1"), device_class("gpus", GPU), resource_slice("s1", "n1", [("g0", "a100")]),
                        claim("ghost", ("n1", "missing")), matches=by_model({}))
     assert free(cache.snapshot(), GPU) == {"n1": 1}
+
+
+# --- one device, several names -------------------------------------------------------------------
+
+@pytest.mark.parametrize("groups, wanted, expected", [
+    # 3 devices any of A or B can take, 1 only A: A gets its own 1, then the 3 go fewest-first: B, A, B.
+    ([(frozenset("AB"), 3), (frozenset("A"), 1)], "AB", {"A": 2, "B": 2}),
+    # Only one name wanted: it gets every device it can take.
+    ([(frozenset("AB"), 3), (frozenset("A"), 1)], "A", {"A": 4}),
+    # A name no device serves gets 0; a device no wanted name takes is nobody's.
+    ([(frozenset("C"), 5), (frozenset("AB"), 1)], "AB", {"A": 1, "B": 0}),
+], ids=["shared devices go to the name holding fewest", "one wanted name takes all it can",
+        "devices of other names do not count"])
+def test_each_device_counts_once(groups, wanted, expected):
+    from estimator.core.devices import partition
+    assert partition(groups, wanted) == expected
+
+
+def test_a_job_asking_two_names_one_device_serves_gets_it_once():
+    # n1 has one free device, selected by both classes. A set asking one of each cannot fit
+    # (kube-scheduler: "cannot allocate all claims"); a set asking one of either fits once.
+    from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
+    from estimator.estimate.estimate import Estimator
+
+    cache = cache_with(node("n1"), device_class("any", "example.com/any"), device_class("big", "example.com/big"),
+                       resource_slice("s1", "n1", [("g0", "a100")]), matches=by_model({}))
+    snapshot = cache.snapshot()
+
+    def sets(*names):
+        components = tuple(Component(f"c{i}", 1, ReplicaShape(((n, 1),))) for i, n in enumerate(names))
+        return Estimator(lambda: snapshot, "best").max_available_component_sets(ComponentSetsQuery(components)).sets
+
+    assert sets("example.com/any") == 1 and sets("example.com/big") == 1
+    assert sets("example.com/any", "example.com/big") == 0

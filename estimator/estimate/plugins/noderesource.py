@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from estimator import kernels
+from estimator.core.devices import count_once
 from estimator.core.model import (
     PACKING_MODES, AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery,
 )
@@ -45,16 +46,20 @@ def _columns(shapes: Iterable[ReplicaShape]) -> tuple[str, ...]:
 
 
 def _gather(snapshot: ClusterSnapshot, columns: Sequence[str]) -> np.ndarray:
-    """A private, contiguous copy of the requested columns; unknown resources are zeros."""
+    """A private, contiguous copy of the requested columns; unknown resources are zeros. A
+    DRA device that could serve two requested names counts for one (devices.count_once)."""
     sources = [snapshot.column(name) for name in columns]
     if None not in sources:
         # One gather into a new C-contiguous array instead of a strided copy per column.
-        return np.take(snapshot.available, sources, axis=1)
-    available = np.zeros((snapshot.num_nodes, len(columns)), dtype=np.int64)
-    for k, name in enumerate(columns):
-        source = snapshot.column(name)
-        if source is not None:
-            available[:, k] = snapshot.available[:, source]
+        available = np.take(snapshot.available, sources, axis=1)
+    else:
+        available = np.zeros((snapshot.num_nodes, len(columns)), dtype=np.int64)
+        for k, name in enumerate(columns):
+            source = snapshot.column(name)
+            if source is not None:
+                available[:, k] = snapshot.available[:, source]
+    if snapshot.dra_served:
+        count_once(snapshot, columns, available)
     return available
 
 
