@@ -13,7 +13,16 @@ stat'ed before parsing and again after; if they changed meanwhile, or so recentl
 change could keep the same time, nothing is saved.
 Entries are written to a temporary file and renamed into place, so a reader sees a whole
 entry or none; one that cannot be read or does not fit is logged and ignored (the
-caller parses). Quotas, ReplicaSets, Deployments and unschedulable pods are few and their
+caller parses). A writer killed before its rename leaves its temporary file
+(`.tmp-<pid>-*`): the next load removes it once that process is gone (or the file is an
+hour old).
+
+An entry proves where it came from before it is used: the directory and the entry must
+belong to this process's user and be writable by no one else (else the cache is not used,
+logged), and the entry carries the SHA-256 of each object file's content, compared with
+the file as it is now (hashed on another thread while the entry is read, so it costs
+little: ~0.1 s of the other core for 36 MB). An entry that anyone able to stat the files
+could have keyed, or that outlived a same-size rewrite, is therefore not served. Quotas, ReplicaSets, Deployments and unschedulable pods are few and their
 records hold nested values: the entry keeps their objects, in file order, and a load
 parses them again with the same parsers.
 
@@ -28,8 +37,10 @@ import functools
 import hashlib
 import logging
 import os
+import stat
 import sys
 import tempfile
+import threading
 import time
 from itertools import chain
 from operator import itemgetter
@@ -47,7 +58,7 @@ from estimator.core.workloads import unschedulable_pod
 
 log = logging.getLogger("estimator.statecache")
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: content digests
 ENV = "KARMADA_ESTIMATOR_STATE_CACHE"
 OFF = ("off", "none", "0", "false", "no")
 # Smaller files parse in well under a second: an entry would save little.
@@ -66,6 +77,10 @@ _PREFIX = "objects-"
 # rewritten within one tick at the same size keeps its key. Files modified this recently are
 # not saved, so a later change always moves the time past the one saved (as git does).
 RECENT_NS = 2 * 10**9
+_TMP_PREFIX = ".tmp-"
+# A temporary entry this old is a dead writer's even if its pid is alive again (reused).
+_STALE_TMP_SECONDS = 3600
+_DIGEST = "sha256"
 
 
 def default_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
@@ -90,6 +105,68 @@ def loader_tag() -> str:
         source = getattr(importlib.import_module(name), "__file__", None)
         digest.update(name.encode() + b"\0" + (Path(source).read_bytes() if source else b"") + b"\0")
     return digest.hexdigest()
+
+
+def untrusted(directory: Path, st: os.stat_result | None = None) -> str | None:
+    """Why `directory` (or, given `st`, an entry) is not to be trusted, or None: it must
+    belong to this process's user and be writable by no one else."""
+    try:
+        st = st or os.stat(directory)
+    except OSError as err:
+        return f"cannot stat it: {err}"
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return f"it belongs to uid {st.st_uid}, not to this process's uid {uid}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"its mode {stat.S_IMODE(st.st_mode):04o} lets others write to it"
+    return None
+
+
+def file_digests(paths: Sequence[Path]) -> list[str]:
+    """The SHA-256 of each file's content (hashlib releases the GIL while it hashes)."""
+    digests = []
+    for path in paths:
+        with open(path, "rb") as f:
+            digests.append(hashlib.file_digest(f, _DIGEST).hexdigest())
+    return digests
+
+
+def sweep(directory: Path) -> int:
+    """Remove the temporary entries of writers that died before renaming them; returns how
+    many. A writer's file is named for its pid: kept while that process lives, unless the
+    file is older than an hour (the pid was reused)."""
+    removed = 0
+    try:
+        names = [name for name in os.listdir(directory) if name.startswith(_TMP_PREFIX)]
+    except OSError:
+        return 0
+    now = time.time()
+    for name in names:
+        path = Path(directory) / name
+        try:
+            pid = int(name[len(_TMP_PREFIX):].split("-", 1)[0])
+        except ValueError:
+            pid = 0  # an older writer's name: judged by age alone
+        try:
+            age = now - path.lstat().st_mtime
+            if (pid and pid != os.getpid() and not _alive(pid)) or age > _STALE_TMP_SECONDS:
+                path.unlink()
+                removed += 1
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d temporary state cache file(s) left by writers that died in %s", removed, directory)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True
 
 
 def file_keys(paths: Sequence[Path]) -> list[list]:
@@ -208,14 +285,20 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
             return Unsaved(logging.INFO,
                            f"object files modified in the last {RECENT_NS // 10**9} s: state cache not saved")
         meta, arrays = _state(cache, recorder, keys)
-        blob = orjson.dumps(meta)
         kept = [recorder.objects, recorder.pods]
         if orjson.loads(orjson.dumps(kept)) != kept:  # e.g. YAML timestamps, which JSON would turn into text
             return Unsaved(logging.INFO, "object files hold values JSON cannot keep exactly: state cache not saved")
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        why = untrusted(directory)
+        if why is not None:
+            return Unsaved(logging.WARNING, f"state cache not saved in {directory}: {why}")
+        meta["digests"] = file_digests(paths)
+        if file_keys(paths) != keys:  # the digests must be of the content that was parsed
+            return Unsaved(logging.INFO, "object files changed while they were loaded: state cache not saved")
+        blob = orjson.dumps(meta)
         target = entry_path(directory, paths)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=".npz", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, meta=np.frombuffer(blob, dtype=np.uint8), **arrays)
@@ -318,21 +401,81 @@ def _restore(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
     return cache
 
 
+class _Digests(threading.Thread):
+    """The files' digests, worked out on another thread while the entry is read."""
+
+    def __init__(self, paths: Sequence[Path]):
+        super().__init__(name="state-cache-digest", daemon=True)
+        self.paths, self.digests, self.error = paths, None, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.digests = file_digests(self.paths)
+        except OSError as err:
+            self.error = err
+
+    def result(self) -> list[str]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.digests
+
+
+def _open_entry(target: Path):
+    """The entry's file, opened only if it is a regular file of this user that no one else
+    may write (checked on the open file, so it cannot be swapped in between)."""
+    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        why = "it is not a regular file" if not stat.S_ISREG(st.st_mode) else untrusted(target, st)
+        if why is not None:
+            raise UntrustedEntry(f"entry not used: {why}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class UntrustedEntry(Exception):
+    """An entry (or directory) someone other than this user could have written."""
+
+
+_untrusted_dirs_logged: set[str] = set()
+
+
 def load(paths: Sequence[Path], directory: Path) -> tuple[ClusterCache, list[str]] | None:
     """(the cache, the warnings the first load logged) from the entry for `paths`; None when
-    there is none, it is stale, or it cannot be read (logged)."""
+    there is none, it is stale or untrusted, or it cannot be read (logged)."""
     target = entry_path(directory, paths)
+    why = untrusted(directory) if os.path.isdir(directory) else None
+    if why is not None:
+        if str(directory) not in _untrusted_dirs_logged:  # once per directory, not per reload
+            _untrusted_dirs_logged.add(str(directory))
+            log.warning("state cache %s not used: %s (it must be this user's, writable by no one else)", directory, why)
+        return None
+    sweep(directory)
     try:
         keys = file_keys(paths)
-        with np.load(target, allow_pickle=False) as entry:
+        with _open_entry(target) as f, np.load(f, allow_pickle=False) as entry:
             meta = orjson.loads(entry["meta"].tobytes())
             if meta.get("format") != FORMAT_VERSION or meta.get("loader") != loader_tag():
                 raise StaleEntry("written by another version of the loader")
             if meta.get("files") != keys:
                 raise StaleEntry("the files changed since")
+            digests = _Digests(paths)
             arrays = {name: entry[name] for name in entry.files if name != "meta"}
-        return _restore(meta, arrays), [str(w) for w in meta["warnings"]]
+        try:
+            cache = _restore(meta, arrays)
+        finally:
+            current = digests.result()
+        if meta.get("digests") != current:
+            raise StaleEntry("the files' content is not the content it was built from")
+        return cache, [str(w) for w in meta["warnings"]]
     except FileNotFoundError:
+        return None
+    except UntrustedEntry as why:
+        log.warning("state cache %s %s", target, why)
         return None
     except StaleEntry as why:
         log.info("state cache %s not used: %s", target, why)
