@@ -145,10 +145,36 @@ def test_in_flight_workloads_use_quota_first():
     assert sets(gpu_quota, assumed=[other_namespace]).value == 3
 
 
-def test_in_flight_workloads_beyond_quota_admit_nothing():
+def test_in_flight_pods_a_quota_refuses_take_nothing_from_it():
+    # Quota admission refuses each in-flight worker (3 GPUs > 2 free): they never exist, so the
+    # 2 GPUs stay for the job (2 workers x 1 GPU): 1 set. The master (no GPU) is admitted.
     gpu_quota = quota(hard={"requests.nvidia.com/gpu": 2}, used={"requests.nvidia.com/gpu": 0})
-    result = sets(gpu_quota, assumed=[AssumedWorkload("ml", train(gpu_per_worker=3))])
-    assert result.value == 0 and result.code is Code.UNSCHEDULABLE
+    assert sets(gpu_quota, assumed=[AssumedWorkload("ml", train(gpu_per_worker=3))]).value == 1
+
+
+def test_in_flight_pods_are_admitted_one_at_a_time_against_every_quota():
+    # The job: master (no GPU) + 2 workers x 1 GPU = 2 GPUs and 3 pods a set.
+    # 5 GPUs free; in flight: master + 2 workers x 2 GPUs, all admitted: 1 GPU left, 0 sets.
+    gpus = quota("g", hard={"requests.nvidia.com/gpu": 5}, used={"requests.nvidia.com/gpu": 0})
+    in_flight = AssumedWorkload("ml", train(gpu_per_worker=2))
+    assert sets(gpus, assumed=[in_flight]).value == 0
+    # With a quota of 2 pods, only the in-flight master and one worker are admitted: 3 GPUs
+    # stay, but no pod slot does: 0 sets, and the pods quota says why.
+    pods = quota("p", hard={"pods": 2}, used={"pods": 0})
+    result = sets(gpus, pods, assumed=[in_flight])
+    assert result.value == 0 and result.reason.startswith("ResourceQuota ml/p: pods free 0")
+
+
+def test_a_pod_refused_by_one_quota_takes_nothing_from_another():
+    # In flight: one worker {200m cpu, 2 GPUs}; the cpu quota has 100m free, so admission refuses
+    # it whole and the GPU quota keeps its 2 GPUs. The job's worker {50m, 2 GPUs}: GPUs 2 // 2
+    # = 1, cpu 100 // 50 = 2: 1 set (deducting the refused pod from the GPU quota would give 0).
+    gpus = quota("g", hard={"requests.nvidia.com/gpu": 2}, used={"requests.nvidia.com/gpu": 0})
+    cpu = quota("c", hard={"requests.cpu": 1000}, used={"requests.cpu": 900})
+    in_flight = AssumedWorkload("ml", (Component("worker", 1, shape(cpu=200, gpu=2)),))
+    job = (Component("worker", 1, shape(cpu=50, gpu=2)),)
+    assert sets(gpus, cpu, assumed=[in_flight], components=job).value == 1
+    assert sets(gpus, assumed=[in_flight], components=job).value == 0  # without the cpu quota it is admitted
 
 
 def test_replicas_use_the_request_namespace_and_one_replica_demand():

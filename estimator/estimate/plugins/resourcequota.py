@@ -144,20 +144,33 @@ def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Comp
     return [c for w in assumed if w.namespace == namespace for c in w.components]
 
 
-def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | None, assumed: list[Component]
-             ) -> tuple[int, str]:
-    """How many units the quota admits after in-flight usage, and why. `wanted`: one unit's
-    demand (`_demand`), None when no wanted component falls under the quota; `free`: the
-    quota's free_amounts, not modified."""
+def _admit_in_flight(quotas: Sequence[QuotaRecord], frees: list[dict[str, int]], assumed: list[Component]) -> None:
+    """Take from `frees` (one free_amounts copy per quota) what quota admission would admit of
+    the in-flight replicas: one pod at a time, each admitted only while it fits every quota
+    that applies to it; a refused pod takes nothing (it never exists). Identical replicas of
+    one component are admitted as one count."""
+    for component in assumed:
+        demand = _demand([Component(component.name, 1, component.shape)])
+        applying = [i for i, quota in enumerate(quotas) if quota_applies(quota, component.shape)]
+        admitted = component.replicas
+        for i in applying:
+            for name, amount in demand.items():
+                left = frees[i].get(name)
+                if left is not None and amount > 0:
+                    admitted = min(admitted, max(left, 0) // amount)
+        if admitted <= 0:
+            continue
+        for i in applying:
+            for name, amount in demand.items():
+                if name in frees[i]:
+                    frees[i][name] -= admitted * amount
+
+
+def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | None) -> tuple[int, str]:
+    """How many units the quota admits, and why. `wanted`: one unit's demand (`_demand`),
+    None when no wanted component falls under the quota; `free`: what the quota has left."""
     if wanted is None:
         return MAX_INT32, ""
-    if assumed:
-        free = dict(free)
-        for name, amount in _demand(_matching(assumed, quota)).items():
-            if name in free:
-                free[name] -= amount
-                if free[name] < 0:
-                    return 0, f"ResourceQuota {quota.namespace}/{quota.name}: {name} used up by in-flight workloads"
     best, limiting = MAX_INT32, None
     for name, per_unit in wanted.items():
         left = free.get(name)
@@ -182,9 +195,12 @@ class ResourceQuotaPlugin:
             return PluginResult(MAX_INT32)
         # Free amounts depend only on the snapshot's quotas: worked out once per namespace.
         free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
+        if assumed:
+            free = [dict(f) for f in free]
+            _admit_in_flight(quotas, free, assumed)
         value, reason = MAX_INT32, ""
         for quota, quota_free in zip(quotas, free):
-            allowed, why = _allowed(quota, quota_free, wanted_for(quota), assumed)
+            allowed, why = _allowed(quota, quota_free, wanted_for(quota))
             if allowed < value:
                 value, reason = allowed, why
         if value == 0:
