@@ -328,8 +328,10 @@ def _shape(rng: random.Random, anchor: dict, nodes: list[dict], namespace: str, 
     if gpu and GPU in alloc:
         requests[GPU] = rng.choice([g for g in (1, 1, 1, 2, 4, 8) if g <= int(alloc[GPU])])
     elif gpu and anchor.get("_served"):  # through DRA: a name some class serves from the anchor's devices
-        name, count = rng.choice(sorted(anchor["_served"].items()))
-        requests[name] = rng.choice([g for g in (1, 1, 1, 2, 4, 8) if g <= count] or [1])
+        served = anchor["_served"]
+        # Most jobs ask every GPU component for nvidia.com/gpu; some ask other classes' names.
+        name = GPU if GPU in served and rng.random() < 0.85 else rng.choice(sorted(served))
+        requests[name] = rng.choice([g for g in (1, 1, 1, 2, 4, 8) if g <= served[name]] or [1])
     if rng.random() < 0.2:
         requests["ephemeral-storage"] = rng.choice((1, 4, 10)) * GI
     offered = sorted(name for name in alloc if name in (HUGE_2M, FPGA, HCA))

@@ -176,14 +176,14 @@ def test_a_claim_naming_a_device_no_slice_has_takes_nothing():
 # --- one device, several names -------------------------------------------------------------------
 
 @pytest.mark.parametrize("groups, wanted, expected", [
-    # 3 devices any of A or B can take, 1 only A: A gets its own 1, then the 3 go fewest-first: B, A, B.
-    ([(frozenset("AB"), 3), (frozenset("A"), 1)], "AB", {"A": 2, "B": 2}),
+    # 3 devices A or B can take, 1 only A, 2 only B: the contested 3 count for neither.
+    ([(frozenset("AB"), 3), (frozenset("A"), 1), (frozenset("B"), 2)], "AB", {"A": 1, "B": 2}),
     # Only one name wanted: it gets every device it can take.
     ([(frozenset("AB"), 3), (frozenset("A"), 1)], "A", {"A": 4}),
-    # A name no device serves gets 0; a device no wanted name takes is nobody's.
-    ([(frozenset("C"), 5), (frozenset("AB"), 1)], "AB", {"A": 1, "B": 0}),
-], ids=["shared devices go to the name holding fewest", "one wanted name takes all it can",
-        "devices of other names do not count"])
+    # A device a name not wanted could also take is uncontested: C is not asked for.
+    ([(frozenset("AC"), 5), (frozenset("B"), 1)], "AB", {"A": 5, "B": 1}),
+], ids=["contested devices count for no wanted name", "one wanted name takes all it can",
+        "only wanted names contest a device"])
 def test_each_device_counts_once(groups, wanted, expected):
     from estimator.core.devices import partition
     assert partition(groups, wanted) == expected
