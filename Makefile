@@ -24,8 +24,8 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# The demo loads the kernels once (compiling them first if the cache is stale) and forks its six
-# estimators from itself, so they share the loaded kernels instead of loading them six times.
+# The demo loads the kernels once (compiling them first if the cache is stale) and forks its eight
+# estimators from itself, so they share the loaded kernels instead of loading them eight times.
 demo: $(STAMP)
 	$(PY) -m scheduler_client.demo
 

@@ -38,7 +38,7 @@ Devices served through Dynamic Resource Allocation (a DeviceClass's extendedReso
     deviceclass.resource.kubernetes.io/<class>) and its DraCounts.
 Launching (Linux)
     preload_estimator and fork_estimator: estimators forked from a process that loaded the
-    kernels once (the demo's six).
+    kernels once (the demo's eight).
 Command-line values (Go syntax, Karmada's feature gates)
     FlagValueError, parse_go_duration; FEATURE_GATES, ALL_GATES, FeatureGates,
     parse_feature_gates, UnknownFeatureGate.
