@@ -137,3 +137,17 @@ $(KARMADA_CP_BINS): $(E2E_BIN)/karmada-%-$(KARMADA_VERSION): e2e/karmada/go.mod 
 	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) $(KARMADA_BUILD) -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/$*
 
 e2e-karmada-cp: $(KARMADA_CP_BINS) $(E2E_BIN)/karmada-scheduler-estimator-$(KARMADA_VERSION)
+
+# The scenarios of issue 26 on two such control planes at once (ours / Karmada's estimators),
+# ending with the `karmada: ...` line (e2e/harness/karmadacp_scenarios.py; about 1.5 min here).
+# karmada-local leaves one (our estimators) running to kubectl into; karmada-local-down removes it
+# (docs/karmada-local.md).
+.PHONY: e2e-karmadacp karmada-local karmada-local-down
+e2e-karmadacp: $(STAMP) e2e-kube e2e-karmada-cp
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness.karmadacp
+
+karmada-local: $(STAMP) e2e-kube e2e-karmada-cp
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness.karmadacp --keep
+
+karmada-local-down:
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness.karmadacp --down

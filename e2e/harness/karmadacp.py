@@ -495,6 +495,8 @@ def main(argv=None) -> int:
                       help="bring up one control plane with our estimators and leave it running")
     mode.add_argument("--down", action="store_true", help="tear down the control plane --keep left running")
     mode.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the kept plane's owner process
+    p.add_argument("--estimators", choices=("ours", "karmada"), default="ours",
+                   help="with --keep: whose estimator each member gets (default ours)")
     p.add_argument("--json", type=Path, help="write the result here")
     p.add_argument("--quiet", action="store_true", help="progress lines only (the caller prints the line)")
     args = p.parse_args(argv)
@@ -502,10 +504,10 @@ def main(argv=None) -> int:
     if args.down:
         return karmadacp_keep.down(args.work or REPO / ".e2e" / "karmada-local")
     if args.serve:
-        return karmadacp_keep.serve(args.serve, args.bin_dir, v)
+        return karmadacp_keep.serve(args.serve, args.bin_dir, v, args.estimators)
     procs.install_signal_handlers()
     if args.keep:
-        return karmadacp_keep.keep(args.bin_dir, args.work or REPO / ".e2e" / "karmada-local", v)
+        return karmadacp_keep.keep(args.bin_dir, args.work or REPO / ".e2e" / "karmada-local", v, args.estimators)
     try:
         result = karmadacp_scenarios.run(args.bin_dir, args.work or REPO / ".e2e" / "karmadacp", v,
                                          log=lambda m: print(m, flush=True))
