@@ -20,34 +20,29 @@
   ExternalName Service `karmada-scheduler-estimator-<cluster>` in karmada-system, port 10352.
 
 `python -m e2e.harness.karmadacp` runs the scenarios (karmadacp_scenarios.py) and prints the
-`karmada: ...` line; `--keep` leaves one control plane (ours) running, `--down` removes it.
-docs/karmada-local.md is the user's guide.
+`karmada: ...` line; `--keep` leaves one control plane (ours) running, `--down` removes it
+(karmadacp_keep.py). The karmada-apiserver, Karmada's module and CRDs and small helpers are in
+karmadacp_apiserver.py, the members' side in karmadacp_workload.py. docs/karmada-local.md is
+the user's guide.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
-import random
-import socket
-import ssl
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
 from e2e.harness import karmadacp_workload as wl
-from e2e.harness import pki
-from e2e.harness.cluster import KubeBed
 from e2e.harness.judge import JudgeBed
+from e2e.harness.karmadacp_apiserver import (
+    KarmadaApiserver, answers, create, gate_flag, http_ok_quiet, https_ok, karmada_crds, karmada_module, loopback_block)
 from e2e.harness.procs import Proc, wait_for
-from e2e.harness.rest import ApiStatus, Rest
+from e2e.harness.rest import Rest
 from scheduler_client.launch import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,114 +57,6 @@ GATES = {"MultiplePodTemplatesScheduling": True, "SchedulingOvercommitProtection
 # (the default resource models know only cpu and memory, so every GPU job would fit 0 times).
 SCHEDULER_GATES = {**GATES, "CustomizedClusterResourceModeling": False}
 ESTIMATOR_GATES = {"SchedulingOvercommitProtection": True}  # the chart's schedulerEstimator.featureGates
-
-
-def gate_flag(gates: dict[str, bool]) -> str:
-    return "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))
-
-
-def karmada_module(version: str) -> Path:
-    """Karmada's Go module in the module cache (its charts/ and artifacts/ are read from here)."""
-    try:
-        out = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "github.com/karmada-io/karmada"],
-                             cwd=REPO / "e2e" / "karmada", capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "GOFLAGS": "-mod=mod", "GONOSUMDB": "github.com/karmada-io/karmada"})
-        if out.returncode == 0 and Path(out.stdout.strip(), "charts").is_dir():
-            return Path(out.stdout.strip())
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    cache = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
-    path = Path(cache) / "github.com" / "karmada-io" / f"karmada@{version}"
-    if not (path / "charts").is_dir():
-        raise FileNotFoundError(f"Karmada's module {version} is not in the Go module cache: `make e2e-karmada-cp` fetches it")
-    return path
-
-
-def karmada_crds(module: Path) -> list[dict]:
-    """Karmada's CRDs as its chart ships them (charts/karmada/_crds/kustomization.yaml's list).
-    The chart's two patches only add a conversion webhook for v1alpha1 bindings; every program
-    here speaks v1alpha2, so they are left out."""
-    base = module / "charts" / "karmada" / "_crds"
-    listed = yaml.safe_load((base / "kustomization.yaml").read_text())["resources"]
-    return [doc for rel in listed for doc in yaml.safe_load_all((base / rel).read_text()) if doc]
-
-
-def loopback_block() -> str:
-    """A 127.A.B.0 block for the estimators' addresses, bindable here (picked at random so two
-    runs on one machine do not meet)."""
-    rng = random.Random()
-    for _ in range(50):
-        block = f"127.{rng.randint(2, 250)}.{rng.randint(2, 250)}"
-        try:
-            with socket.socket() as s:
-                s.bind((f"{block}.1", 0))
-            return block
-        except OSError:
-            continue
-    raise RuntimeError("no usable 127.0.0.0/8 block for the estimators")
-
-
-class KarmadaApiserver(KubeBed):
-    """KubeBed's kube-apiserver plus the aggregation layer (front-proxy client certificate and
-    the requestheader flags Karmada's artifacts/deploy/karmada-apiserver.yaml gives)."""
-
-    def _setup_pki(self) -> None:
-        super()._setup_pki()
-        self.front_ca = pki.CA(self.pki_dir, "front-proxy-ca")
-        self.front_client = self.front_ca.issue("front-proxy-client", "front-proxy-client", client=True)
-
-    def start_apiserver(self) -> None:
-        cert, key = self.serving
-        fcert, fkey = self.front_client
-        self.apiserver = Proc("karmada-apiserver", [
-            self.apiserver_bin,
-            "--etcd-servers", self.etcd_url, "--etcd-compaction-interval", "0",
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(self.port),
-            "--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", self.ca.cert_path,
-            "--token-auth-file", self.tokens, "--authorization-mode", "RBAC",
-            "--service-account-issuer", "https://kubernetes.default.svc",
-            "--service-account-key-file", self.sa_public, "--service-account-signing-key-file", self.sa_private,
-            "--service-cluster-ip-range", "10.96.0.0/16", "--disable-admission-plugins", self.disabled_admission,
-            "--enable-priority-and-fairness=false", "--profiling=false", "--max-requests-inflight", "2000",
-            "--max-mutating-requests-inflight", "1000", "--v", "1",
-            "--proxy-client-cert-file", fcert, "--proxy-client-key-file", fkey,
-            "--requestheader-client-ca-file", self.front_ca.cert_path, "--requestheader-allowed-names", "front-proxy-client",
-            "--requestheader-extra-headers-prefix", "X-Remote-Extra-", "--requestheader-group-headers", "X-Remote-Group",
-            "--requestheader-username-headers", "X-Remote-User",
-        ], self.work).start()
-        wait_for("karmada-apiserver /readyz", self._ready, 180, self.apiserver, every=0.5)
-
-
-def _https_ok(url: str) -> bool:
-    insecure = ssl._create_unverified_context()  # loopback, the component's own certificate
-    return urllib.request.urlopen(url, timeout=3, context=insecure).status == 200
-
-
-def _answers(url: str) -> bool:
-    """Any HTTP answer over TLS (the webhook registers no health checks)."""
-    try:
-        urllib.request.urlopen(url, timeout=3, context=ssl._create_unverified_context())
-    except urllib.error.HTTPError:
-        pass
-    return True
-
-
-def _http_ok(url: str) -> bool:
-    return urllib.request.urlopen(url, timeout=3).status == 200
-
-
-def create(api: Rest, path: str, obj: dict, tries: int = 20) -> dict | None:
-    """POST, tolerating 409 (already there) and retrying what a starting webhook refuses."""
-    for attempt in range(tries):
-        try:
-            return api.create(path, obj)
-        except ApiStatus as error:
-            if error.status == 409:
-                return None
-            if attempt == tries - 1 or error.status not in (403, 404, 429, 500, 502, 503, 504):
-                raise
-            time.sleep(0.5)
-    return None
 
 
 class Stack:
@@ -265,7 +152,7 @@ class Stack:
             "--enable-priority-and-fairness=false", "--audit-log-path", "-", "--audit-log-maxage", "0",
             "--audit-log-maxbackup", "0", "--v", "1",
         ])
-        wait_for("karmada-aggregated-apiserver /readyz", lambda: _https_ok(f"https://127.0.0.1:{port}/readyz"), 120,
+        wait_for("karmada-aggregated-apiserver /readyz", lambda: https_ok(f"https://127.0.0.1:{port}/readyz"), 120,
                  self.procs["karmada-aggregated-apiserver"])
         # Karmada's artifacts/deploy/karmada-aggregated-apiserver-apiservice.yaml: the APIService and
         # an ExternalName Service; here the Service names the loopback address and the port.
@@ -292,7 +179,7 @@ class Stack:
             "--health-probe-bind-address", f"127.0.0.1:{health}", gate_flag(self.gates),
             "--allow-no-execute-taint-policy=true", "--v", "2",
         ])
-        wait_for("karmada-webhook serving", lambda: _answers(f"https://127.0.0.1:{port}/convert"), 120,
+        wait_for("karmada-webhook serving", lambda: answers(f"https://127.0.0.1:{port}/convert"), 120,
                  self.procs["karmada-webhook"])
         text = (self.module / "artifacts" / "deploy" / "webhook-configuration.yaml").read_text()
         text = text.replace("https://karmada-webhook.karmada-system.svc:443", f"https://127.0.0.1:{port}")
@@ -350,7 +237,7 @@ class Stack:
         ip, _ = self.estimator_at[cluster]
         health = self._estimator_health[cluster]
         wait_for(f"estimator of {cluster}", lambda: any(
-            _ok_quiet(f"http://{ip}:{health}{p}") for p in ("/readyz", "/healthz")), 240, self.procs[f"estimator-{cluster}"])
+            http_ok_quiet(f"http://{ip}:{health}{p}") for p in ("/readyz", "/healthz")), 240, self.procs[f"estimator-{cluster}"])
 
     def stop_estimator(self, cluster: str) -> None:
         proc = self.procs.pop(f"estimator-{cluster}", None)
@@ -468,13 +355,6 @@ class Stack:
         for bed in self.members.values():
             beds += [bed.kube.etcd, bed.kube.apiserver, bed.scheduler]
         return [p.pid for p in beds + list(self.procs.values()) if p is not None and p.alive()]
-
-
-def _ok_quiet(url: str) -> bool:
-    try:
-        return _http_ok(url)
-    except Exception:  # noqa: BLE001 - not up yet
-        return False
 
 
 # -- the command ------------------------------------------------------------------------------------
