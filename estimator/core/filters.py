@@ -91,9 +91,22 @@ def _is_label_key(key: str) -> bool:
     return 0 < len(name) <= 63 and bool(_LABEL_NAME.match(name))
 
 
-@lru_cache(maxsize=4096)
+# Requirements at most this many characters (key and values) are kept by the cache below:
+# 4,096 of them stay a few MB however long the strings a request carries.
+_CACHED_CHARACTERS = 512
+
+
 def _label_requirement_valid(req: NodeSelectorRequirement) -> bool:
     """labels.NewRequirement's checks; an invalid requirement makes its term match nothing."""
+    size = len(req.key) + len(req.operator)
+    for value in req.values:
+        size += len(value)
+        if size > _CACHED_CHARACTERS:
+            return _requirement_valid(req)
+    return _cached_requirement_valid(req)
+
+
+def _requirement_valid(req: NodeSelectorRequirement) -> bool:
     if not _is_label_key(req.key):
         return False
     if not all(len(v) <= 63 and _LABEL_VALUE.match(v) for v in req.values):
@@ -105,6 +118,9 @@ def _label_requirement_valid(req: NodeSelectorRequirement) -> bool:
     if req.operator in (OP_GT, OP_LT):
         return len(req.values) == 1 and is_int64(req.values[0])
     return False
+
+
+_cached_requirement_valid = lru_cache(maxsize=4096)(_requirement_valid)
 
 
 def _field_requirement_valid(req: NodeSelectorRequirement) -> bool:

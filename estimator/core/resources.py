@@ -140,12 +140,23 @@ _PLAIN_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10*
                 "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 
 
-@lru_cache(maxsize=8192)
+# Longest name + text `quantity_to_int` keeps in its cache: 8,192 entries of at most this
+# many characters stay a few MB whatever a request or a file names (a qualified resource
+# name is at most 317 characters, a quantity 64); longer ones are worked out every time.
+_CACHED_CHARACTERS = 512
+
+
 def quantity_to_int(name: str, text: str) -> int:
     """A quantity as the int64 the scheduler compares: MilliValue() for cpu, else Value().
 
     Both round up, so 0.5m cpu is 1 millicore. Raises QuantityError past int64.
     """
+    if len(name) + len(text) > _CACHED_CHARACTERS:
+        return _quantity_to_int(name, text)
+    return _cached_quantity_to_int(name, text)
+
+
+def _quantity_to_int(name: str, text: str) -> int:
     plain = _PLAIN_QUANTITY.fullmatch(text)
     if plain is not None:
         number, suffix = plain.groups()
@@ -159,6 +170,10 @@ def quantity_to_int(name: str, text: str) -> int:
     return _exact_quantity_to_int(name, text)  # every other form, and the out-of-range message
 
 
+_cached_quantity_to_int = lru_cache(maxsize=8192)(_quantity_to_int)
+quantity_to_int.cache_clear = _cached_quantity_to_int.cache_clear  # type: ignore[attr-defined]
+
+
 def _exact_quantity_to_int(name: str, text: str) -> int:
     """quantity_to_int for any form: the Decimal parse of the whole grammar."""
     value = parse_quantity(text)
@@ -169,7 +184,9 @@ def _exact_quantity_to_int(name: str, text: str) -> int:
             value = value * 1000
         as_int = int(value.to_integral_value(rounding=ROUND_CEILING))
     if not -MAX_INT64 - 1 <= as_int <= MAX_INT64:
-        raise QuantityError(f"{name}={text!r} is out of range for a 64-bit count")
+        # The name may be a client's: quoted and cut, as every client value in a message.
+        shown = repr(name) if len(name) <= 200 else f"{name[:200]!r}...({len(name)} characters)"
+        raise QuantityError(f"{shown}={text!r} is out of range for a 64-bit count")
     return as_int
 
 
