@@ -228,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "(a bounded queue, not one that grows); 0: no limit.")
     ours.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
                       help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
+    ours.add_argument("--request-memory-budget", type=_go(flags.parse_byte_quantity, "quantity"), default=512 << 20,
+                      metavar="BYTES",
+                      help="Memory the calls in flight may hold together (a quantity: 512Mi, 1Gi); a call that "
+                           "would go past it gets RESOURCE_EXHAUSTED before the memory is spent. Remembered answers "
+                           "get 1/8 of it on top. Default 512Mi; 0: no budget.")
     ours.add_argument("--shutdown-grace-period", type=float, default=10.0,
                       help="Seconds in-flight calls get to finish on SIGTERM/SIGINT.")
     ours.add_argument("--max-staleness", type=_go(flags.parse_duration, "duration"), default=0.0,
@@ -407,6 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         insecure_skip_grpc_client_verify=args.insecure_skip_grpc_client_verify,
         max_concurrent_requests=args.max_concurrent_requests,
         max_request_bytes=args.max_request_bytes,
+        request_memory_bytes=args.request_memory_budget,
         shutdown_grace_seconds=args.shutdown_grace_period,
         max_staleness=args.max_staleness,
     )

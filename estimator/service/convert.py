@@ -19,15 +19,20 @@ malformed affinity term match nothing, we reject malformed input outright (wire 
 Limits (`LIMITS`): counts of components, assumed workloads, requests, selector entries,
 affinity terms, expressions, values and tolerations are bounded far above any real job,
 so one request cannot hold a worker for seconds; a count over its limit is refused before
-any item is converted, naming the field. `lenient_decoder` lets a request body that does
-not decode reach the servicer, which answers INVALID_ARGUMENT (gRPC itself says INTERNAL).
+any item is converted, naming the field. Every string (names, keys, values, namespaces)
+is at most `MAX_TEXT` characters, checked before it is cached or logged. `lenient_decoder`
+lets a request body that does not decode reach the servicer, which answers INVALID_ARGUMENT
+(gRPC itself says INTERNAL).
+
+A client's value in an error message is quoted and cut (`quoted`, `quoted_key`): a newline
+cannot start a forged log line, and a megabyte value does not become a megabyte message.
 """
 
 from __future__ import annotations
 
 import functools
-
 import json
+import re
 from collections.abc import Mapping, Sequence
 
 from google.protobuf.message import DecodeError, Message
@@ -40,8 +45,9 @@ from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 
-__all__ = ["LIMITS", "Undecodable", "check_decoded", "component_sets_query", "lenient_decoder", "remembered",
-           "replicas_query", "workload_ref"]
+__all__ = ["LIMITS", "MAX_TEXT", "QUOTE_LIMIT", "Undecodable", "check_decoded", "component_sets_query",
+           "lenient_decoder", "quoted", "quoted_key", "shown_name", "remembered", "replicas_query", "request_components",
+           "workload_ref"]
 
 _NANOSECONDS_PER_SECOND = 1e9
 _TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
@@ -65,12 +71,58 @@ LIMITS = {
 }
 
 
+# Longest string a field may carry. Kubernetes' longest (a qualified name, 253 + 1 + 63
+# characters) fits with room to spare; the bound keeps every cache keyed on request strings
+# small in bytes, not only in entries.
+MAX_TEXT = 1024
+# Characters of a client's value shown in a log line or an error message.
+QUOTE_LIMIT = 200
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """A client's value for a message: repr-quoted (a newline or any other unprintable
+    character is escaped, so it cannot start a forged log line) and cut to `limit` characters."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return f"{value[:limit]!r}...({len(value)} characters)"
+    if isinstance(value, (list, tuple)) and len(value) > 8:
+        shown = ", ".join(quoted(v, limit // 4) for v in value[:8])
+        return f"[{shown}, ...({len(value)} values)]"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(quoted(v, limit // 4) for v in value) + "]"
+    return repr(value)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+
+
+def shown_name(value: str) -> str:
+    """A client's name in a message: as Go shows it when it is a plain name (letters, digits,
+    '.', '-', '_', '/'; at most 200), which cannot forge anything; else `quoted`."""
+    return value if _PLAIN_NAME.fullmatch(value) else quoted(value)
+
+
+def quoted_key(name: str) -> str:
+    """A map key in a field path, JSON-quoted as before (`resourceRequestBytes["nvidia.com/gpu"]`),
+    with unprintable characters escaped and a long key cut."""
+    text = json.dumps(name[:QUOTE_LIMIT], ensure_ascii=False)
+    if not text.isprintable():  # json leaves U+2028, U+0085 and the like as they are
+        text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+    return text if len(name) <= QUOTE_LIMIT else f"{text}...({len(name)} characters)"
+
+
 def _limit(count: int, kind: str, path: str) -> None:
     if count > LIMITS[kind]:
         raise InvalidRequest(path, f"has {count} entries, more than the {LIMITS[kind]} this estimator accepts")
 
 
-# A regular-expression check per name per request; requests repeat the same few names.
+def _bounded(value: str, path: str) -> str:
+    if len(value) > MAX_TEXT:
+        raise InvalidRequest(path, f"is {len(value)} characters long, more than the {MAX_TEXT} this estimator accepts")
+    return value
+
+
+# A regular-expression check per name per request; requests repeat the same few names
+# (at most MAX_TEXT characters each: `_amounts` checks them first).
 is_counted = functools.lru_cache(maxsize=1024)(_is_counted)
 
 # ---------------------------------------------------------------------------------------
@@ -115,15 +167,17 @@ def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
     # v1.16/v1.17 embed replicaRequirements by value, so "none" arrives as an empty message.
     if req.HasField("replicaRequirements") and req.replicaRequirements.ListFields():
         requirements = req.replicaRequirements
-        shape = _shape(requirements, "replicaRequirements", requirements.namespace)
+        shape = _shape(requirements, "replicaRequirements",
+                       _bounded(requirements.namespace, "replicaRequirements.namespace"))
     return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads))
 
 
 def component_sets_query(req: pb.MaxAvailableComponentSetsRequest) -> model.ComponentSetsQuery:
     """MaxAvailableComponentSets: every component's shape carries the request namespace."""
+    namespace = _bounded(req.namespace, "namespace")
     return model.ComponentSetsQuery(
-        components=_components(req.components, "components", req.namespace),
-        namespace=req.namespace,
+        components=_components(req.components, "components", namespace),
+        namespace=namespace,
         assumed=_assumed_workloads(req.assumedWorkloads),
     )
 
@@ -134,17 +188,28 @@ def workload_ref(req: pb.UnschedulableReplicasRequest) -> model.WorkloadRef:
         raise InvalidRequest("resource", "must be set: it names the workload to inspect")
     ref = req.resource
     return model.WorkloadRef(
-        api_version=ref.apiVersion,
-        kind=ref.kind,
-        namespace=ref.namespace,
-        name=ref.name,
+        api_version=_bounded(ref.apiVersion, "resource.apiVersion"),
+        kind=_bounded(ref.kind, "resource.kind"),
+        namespace=_bounded(ref.namespace, "resource.namespace"),
+        name=_bounded(ref.name, "resource.name"),
         threshold_seconds=max(req.unschedulableThreshold, 0) / _NANOSECONDS_PER_SECOND,
     )
 
 
-# Requests at most this long (serialised) are remembered by `remembered`; a real job's is
-# a few hundred bytes, and the bound keeps the memo's memory small whatever callers send.
+# Requests at most this long (serialised), of at most this many components (assumed ones
+# included), are remembered by `remembered`; a real job's is a few hundred bytes and a few
+# components. The bounds keep the memo small in bytes whatever callers send: 512 entries of
+# at most 4 KB, and what is worked out per remembered query (request rows, estimate.py and
+# the plugins) at most 64 components wide. A larger request is converted afresh, and what
+# is worked out for it dies with it.
 _MEMO_MAX_BYTES = 4096
+MEMO_MAX_COMPONENTS = 64
+
+
+def request_components(req) -> int:
+    """Components a request carries, assumed workloads' included (wire counts, nothing decoded)."""
+    count = sum(len(workload.components) for workload in req.assumedWorkloads) if req.assumedWorkloads else 0
+    return count + (len(req.components) if hasattr(req, "components") else 1)
 
 
 @functools.lru_cache(maxsize=512)
@@ -156,6 +221,8 @@ def remembered(convert, req: Message):
     """`convert(req)`, remembered by the request's deterministic encoding: the scheduler sends
     the same few requests again and again, and converting one costs ~15x encoding it. The
     results are immutable; a request that fails to convert is not remembered (it raises again)."""
+    if request_components(req) > MEMO_MAX_COMPONENTS:
+        return convert(req)
     encoded = req.SerializeToString(deterministic=True)
     if len(encoded) > _MEMO_MAX_BYTES:
         return convert(req)
@@ -185,6 +252,7 @@ def _components(components: Sequence[pb.Component], path: str, namespace: str) -
         at = f"{path}[{i}]"
         if component.replicas < 0:
             raise InvalidRequest(f"{at}.replicas", f"must not be negative, got {component.replicas}")
+        _bounded(component.name, f"{at}.name")
         if component.HasField("replicaRequirements"):
             shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace)
         else:
@@ -208,7 +276,7 @@ def _shape(
         requests=_resource_requests(requirements, path),
         claim=claim,
         namespace=namespace,
-        priority_class=requirements.priorityClassName,
+        priority_class=_bounded(requirements.priorityClassName, f"{path}.priorityClassName"),
     )
 
 
@@ -236,26 +304,39 @@ def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
     amounts = {}
     for name in sorted(entries):
         try:
+            if len(name) > MAX_TEXT:  # before the name reaches a cache keyed on it
+                raise _BadQuantity(f"the name is {len(name)} characters long, more than the {MAX_TEXT} "
+                                   f"this estimator accepts")
             amounts[name] = amount_of(name, entries[name])
         except _BadQuantity as bad:  # the field path is only spelled out when it is needed
-            raise InvalidRequest(f"{path}[{json.dumps(name, ensure_ascii=False)}]", str(bad)) from None
+            raise InvalidRequest(f"{path}[{quoted_key(name)}]", str(bad)) from None
     return amounts
 
 
 def _differences(original: dict[str, int], encoded: dict[str, int]) -> str:
     names = sorted(set(original) | set(encoded))
-    shown = [f"{name} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
+    shown = [f"{shown_name(name)} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
              for name in names if original.get(name) != encoded.get(name)]
-    return "; ".join(shown)
+    return "; ".join(shown[:8]) + (f"; ...({len(shown)} differences)" if len(shown) > 8 else "")
 
 
 class _BadQuantity(ValueError):
     pass
 
 
-@functools.lru_cache(maxsize=4096)
+# Longest encoded Quantity (and quantity text) the caches below are keyed on: a quantity's
+# text is at most 64 characters (resources.py), so its encoding is at most 66 bytes; a
+# longer one (unknown fields) is decoded every time instead of being kept.
+_CACHED_QUANTITY_BYTES = 128
+
+
 def _quantity(name: str, encoded: bytes) -> int:
-    """Requests repeat the same few encoded quantities; decode each once."""
+    if len(encoded) > _CACHED_QUANTITY_BYTES:
+        return _decode_quantity(name, encoded)
+    return _decoded_quantity(name, encoded)
+
+
+def _decode_quantity(name: str, encoded: bytes) -> int:
     try:
         quantity = k8s_resource.Quantity.FromString(encoded)
     except DecodeError:
@@ -263,12 +344,21 @@ def _quantity(name: str, encoded: bytes) -> int:
     return _quantity_text(name, quantity.string)
 
 
+# Requests repeat the same few encoded quantities; decode each once.
+_decoded_quantity = functools.lru_cache(maxsize=4096)(_decode_quantity)
+
+
 def _quantity_message(name: str, quantity: k8s_resource.Quantity) -> int:
     return _quantity_text(name, quantity.string)
 
 
-@functools.lru_cache(maxsize=4096)
 def _quantity_text(name: str, text: str | bytes) -> int:
+    if len(text) > _CACHED_QUANTITY_BYTES:
+        return _read_quantity_text(name, text)  # refused (too long), and not kept
+    return _quantity_texts(name, text)
+
+
+def _read_quantity_text(name: str, text: str | bytes) -> int:
     if not isinstance(text, str):
         raise _BadQuantity("is not valid UTF-8")
     if not text:
@@ -281,12 +371,18 @@ def _quantity_text(name: str, text: str | bytes) -> int:
         raise _BadQuantity(str(error)) from None
 
 
+_quantity_texts = functools.lru_cache(maxsize=4096)(_read_quantity_text)
+
+
 # ---------------------------------------------------------------------------------------
 # Node claims: selector, required affinity, tolerations
 
 
 def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
     _limit(len(claim.nodeSelector), "nodeSelector", f"{path}.nodeSelector")
+    for key, value in claim.nodeSelector.items():
+        _bounded(key, f"{path}.nodeSelector[{quoted_key(key)}]")
+        _bounded(value, f"{path}.nodeSelector[{quoted_key(key)}]")
     return model.NodeClaim(
         node_selector=tuple(sorted(claim.nodeSelector.items())),
         affinity_terms=_claim_affinity(claim, path),
@@ -354,23 +450,25 @@ def _label_requirement(requirement: core.NodeSelectorRequirement, path: str) -> 
             raise InvalidRequest(f"{path}.values", f"operator {operator} needs at least one value")
     elif operator in (model.OP_EXISTS, model.OP_DOES_NOT_EXIST):
         if values:
-            raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {list(values)}")
+            raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {quoted(values)}")
     elif operator in (model.OP_GT, model.OP_LT):
         if len(values) != 1 or not is_int64(values[0]):
-            raise InvalidRequest(f"{path}.values", f"operator {operator} needs exactly one integer, got {list(values)}")
+            raise InvalidRequest(f"{path}.values",
+                                 f"operator {operator} needs exactly one integer, got {quoted(values)}")
     else:
-        raise InvalidRequest(f"{path}.operator", f"unknown operator {operator!r}, expected one of {_OPERATOR_NAMES}")
+        raise InvalidRequest(f"{path}.operator",
+                             f"unknown operator {quoted(operator)}, expected one of {_OPERATOR_NAMES}")
     return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
 
 
 def _field_requirement(requirement: core.NodeSelectorRequirement, path: str) -> model.NodeSelectorRequirement:
     key, operator, values = _requirement_parts(requirement, path)
     if key != _FIELD_SELECTOR_KEY:
-        raise InvalidRequest(f"{path}.key", f"only {_FIELD_SELECTOR_KEY} can be selected on, got {key!r}")
+        raise InvalidRequest(f"{path}.key", f"only {_FIELD_SELECTOR_KEY} can be selected on, got {quoted(key)}")
     if operator not in (model.OP_IN, model.OP_NOT_IN):
-        raise InvalidRequest(f"{path}.operator", f"must be In or NotIn for a field, got {operator!r}")
+        raise InvalidRequest(f"{path}.operator", f"must be In or NotIn for a field, got {quoted(operator)}")
     if len(values) != 1:
-        raise InvalidRequest(f"{path}.values", f"a field needs exactly one value, got {list(values)}")
+        raise InvalidRequest(f"{path}.values", f"a field needs exactly one value, got {quoted(values)}")
     return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
 
 
@@ -389,11 +487,12 @@ def _toleration(toleration: core.Toleration, path: str) -> model.Toleration:
     value = _text(toleration.value, f"{path}.value")
     effect = _text(toleration.effect, f"{path}.effect")
     if operator not in _TOLERATION_OPERATORS:
-        raise InvalidRequest(f"{path}.operator", f"must be Equal, Exists or empty, got {operator!r}")
+        raise InvalidRequest(f"{path}.operator", f"must be Equal, Exists or empty, got {quoted(operator)}")
     if operator == model.TOLERATION_EXISTS and value:
-        raise InvalidRequest(f"{path}.value", f"must be empty when the operator is Exists, got {value!r}")
+        raise InvalidRequest(f"{path}.value", f"must be empty when the operator is Exists, got {quoted(value)}")
     if effect not in _TAINT_EFFECTS:
-        raise InvalidRequest(f"{path}.effect", f"unknown taint effect {effect!r}, expected one of {_EFFECT_NAMES}")
+        raise InvalidRequest(f"{path}.effect",
+                             f"unknown taint effect {quoted(effect)}, expected one of {_EFFECT_NAMES}")
     seconds = toleration.tolerationSeconds if toleration.HasField("tolerationSeconds") else None
     return model.Toleration(key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds)
 
@@ -414,5 +513,5 @@ def _text(value: str | bytes, path: str) -> str:
     """A proto2 string field. Kubernetes' messages are proto2, which does not promise UTF-8;
     the runtime then hands us the raw bytes, which no label or quantity can be."""
     if isinstance(value, str):
-        return value
+        return _bounded(value, path)
     raise InvalidRequest(path, "is not valid UTF-8")

@@ -108,8 +108,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+def _one_entry(text: str) -> str:
+    """A message whose later lines are indented: whatever a line break in a client's value
+    (one that slipped past quoting) is followed by, it cannot read as a klog header line."""
+    return "\n\t".join(text.splitlines()) if text and not text.isprintable() else text
+
+
 class KlogTextFormatter(logging.Formatter):
-    """klog's header: `I1201 20:48:43.123456 12345 server.py:88] message`."""
+    """klog's header: `I1201 20:48:43.123456 12345 server.py:88] message`. A message's own
+    line breaks are followed by a tab (`_one_entry`); tracebacks are appended as they are."""
 
     def __init__(self, skip_headers: bool = False, add_dir_header: bool = False):
         super().__init__()
@@ -117,7 +124,7 @@ class KlogTextFormatter(logging.Formatter):
         self._second = (None, "")  # (epoch second, its "MMDD hh:mm:ss"): lines share seconds
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = _one_entry(record.getMessage())
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         if record.stack_info:
@@ -180,6 +187,10 @@ class _StderrWrapper:
 
 
 _BATCH_SECONDS = 0.05
+# Request lines waiting for the log thread, at most: past this the log cannot keep up with
+# the calls, and further lines are dropped (counted, and said once per burst) rather than
+# kept in memory without bound.
+MAX_PENDING_LINES = 10_000
 
 
 class _DeferredRequestLog(logging.Handler):
@@ -192,6 +203,8 @@ class _DeferredRequestLog(logging.Handler):
     def __init__(self):
         super().__init__()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.dropped = 0
+        self._dropping = False
         self._thread = threading.Thread(target=self._drain, name="request-log", daemon=True)
         self._thread.start()
         atexit.register(self.flush_pending)
@@ -200,11 +213,20 @@ class _DeferredRequestLog(logging.Handler):
         if record.levelno >= logging.WARNING:
             _to_root_handlers(record)
         else:
-            self._queue.put(record)
+            self._put(record)
 
     def defer(self, line: tuple) -> None:
         """Queue a request line whose record the log thread builds (see `request_line`)."""
-        self._queue.put(line)
+        self._put(line)
+
+    def _put(self, item) -> None:
+        if self._queue.qsize() < MAX_PENDING_LINES:
+            self._queue.put(item)
+            return
+        self.dropped += 1
+        if not self._dropping:  # said once per burst, by the log thread once it catches up
+            self._dropping = True
+            self._queue.put(_DROPPING)
 
     def _handle_deferred(self, line: tuple) -> None:
         logger, level, path, lineno, function, msg, args, created = line
@@ -239,6 +261,11 @@ class _DeferredRequestLog(logging.Handler):
             for record in batch:
                 if record is None:
                     return
+                if record is _DROPPING:
+                    self._dropping = False
+                    logging.getLogger(REQUEST_LOGGER).warning(
+                        "request log lines are coming faster than they can be written: %d dropped so far", self.dropped)
+                    continue
                 try:
                     if type(record) is tuple:
                         self._handle_deferred(record)
@@ -252,6 +279,9 @@ class _DeferredRequestLog(logging.Handler):
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(5.0)
+
+
+_DROPPING = object()  # the log thread's cue to say that lines were dropped
 
 
 def request_line(logger: logging.Logger, level: int, msg: str, *args) -> None:

@@ -2,20 +2,30 @@
 
 Readiness (gRPC health SERVING, /readyz 200) needs both: cluster state synced, and every
 kernel compiled or loaded from the numba cache. Until then estimates answer UNAVAILABLE.
+
+Overload (service.admission): Estimator calls run on a counting pool; beyond
+--max-concurrent-requests held there a call is refused at once (RESOURCE_EXHAUSTED, on a
+thread of its own), and each call reserves its memory from --request-memory-budget. Health
+checks run on a pool of their own, never counted, never refused, never queued behind
+estimates. TLS: 1.3 at least (service.tlsfloor), and the serving certificate, key and
+client CA re-read when their files change (service.certfiles), through gRPC's dynamic
+server credentials.
 """
 
 from __future__ import annotations
 
 import logging
-import ssl
 import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from estimator.service import tlsfloor
+
+tlsfloor.pin()  # before gRPC is first imported: it reads its TLS 1.2 cipher list then
+
+import grpc  # noqa: E402
+from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection
 
 from estimator import kernels
@@ -23,6 +33,8 @@ from estimator.cluster.state import ClusterState
 from estimator.estimate.estimate import Estimator
 from estimator.pb import service_pb2
 from estimator.service import procmem
+from estimator.service.admission import CountingPool, MemoryBudget
+from estimator.service.certfiles import ServingFiles, TLSFilesError  # noqa: F401 - TLSFilesError: callers catch it
 from estimator.service.httpendpoints import HttpEndpoint, parse_bind_address
 from estimator.service.metrics import EstimatorMetrics
 from estimator.service.servicer import EstimatorServicer, add_to_server
@@ -30,7 +42,13 @@ from estimator.service.servicer import EstimatorServicer, add_to_server
 log = logging.getLogger("estimator.server")
 
 SERVICE_NAME = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 _MONITOR_INTERVAL = 0.5
+# Threads that answer health checks (apart from the estimate workers), and that refuse calls
+# over the concurrency limit.
+_HEALTH_THREADS = 2
+_REFUSAL_THREADS = 1
+DEFAULT_REQUEST_MEMORY = 512 << 20
 
 
 @dataclass
@@ -49,49 +67,116 @@ class ServerConfig:
     insecure_skip_grpc_client_verify: bool = False
     max_concurrent_requests: int = 0  # 0: no limit
     max_request_bytes: int = 4 * 1024 * 1024
+    # Bytes calls in flight may hold together (service.admission); the answer memo gets 1/8
+    # of it on top. 0: no budget.
+    request_memory_bytes: int = DEFAULT_REQUEST_MEMORY
     shutdown_grace_seconds: float = 10.0
     # Past this many seconds of cache staleness readiness fails (0: never, as Karmada's).
     max_staleness: float = 0.0
 
 
-class TLSFilesError(OSError):
-    """Certificate, key or CA files that cannot serve TLS; the message names the flag."""
+def _certificate_configuration(material) -> grpc.ServerCertificateConfiguration:
+    return grpc.ssl_server_certificate_configuration([(material.key, material.cert)], root_certificates=material.ca)
 
 
-def _check_tls_files(config: ServerConfig) -> None:
-    """Fail start-up naming the flag, instead of gRPC's "Failed to bind to address"."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(config.grpc_auth_cert_file, config.grpc_auth_key_file)
-    except (OSError, ValueError) as error:
-        raise TLSFilesError(f"--grpc-auth-cert-file {config.grpc_auth_cert_file} / --grpc-auth-key-file "
-                            f"{config.grpc_auth_key_file}: not a certificate and its private key ({error})") from None
-    if config.grpc_client_ca_file:
-        try:
-            context.load_verify_locations(cafile=config.grpc_client_ca_file)
-        except (OSError, ValueError) as error:
-            raise TLSFilesError(f"--grpc-client-ca-file {config.grpc_client_ca_file}: no PEM CA certificate "
-                                f"({error})") from None
-
-
-def server_credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+def server_credentials(config: ServerConfig, files: ServingFiles | None = None) -> grpc.ServerCredentials | None:
     """TLS as Karmada's grpcconnection.ServerConfig: no cert/key -> plaintext; a client CA ->
     client certificates required and verified, unless --insecure-skip-grpc-client-verify
-    (then they are not even requested, as Go leaves ClientAuth at NoClientCert).
-
-    Differs from Go in one respect: gRPC Python cannot set a minimum TLS version, so
-    TLS 1.2 clients are accepted where Karmada's server insists on TLS 1.3."""
+    (then they are not required). TLS 1.3 at least (service.tlsfloor). The files are read
+    again when they change (service.certfiles), before the next handshake."""
     if not config.grpc_auth_cert_file or not config.grpc_auth_key_file:
         return None
-    _check_tls_files(config)
-    key = Path(config.grpc_auth_key_file).read_bytes()
-    cert = Path(config.grpc_auth_cert_file).read_bytes()
-    ca = Path(config.grpc_client_ca_file).read_bytes() if config.grpc_client_ca_file else None
-    return grpc.ssl_server_credentials(
-        [(key, cert)],
-        root_certificates=ca,
-        require_client_auth=bool(ca) and not config.insecure_skip_grpc_client_verify,
+    files = files or ServingFiles(config.grpc_auth_cert_file, config.grpc_auth_key_file, config.grpc_client_ca_file)
+
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
+        # Called by gRPC before each handshake: None keeps the configuration it has.
+        try:
+            material = files.poll()
+        except Exception:  # noqa: BLE001 - a handshake must never fail on our account
+            log.exception("checking the gRPC TLS files failed; keeping the current certificate")
+            return None
+        return None if material is None else _certificate_configuration(material)
+
+    return grpc.dynamic_ssl_server_credentials(
+        _certificate_configuration(files.current), fetch,
+        require_client_authentication=bool(config.grpc_client_ca_file) and not config.insecure_skip_grpc_client_verify,
     )
+
+
+def _in_pool(behavior, pool: futures.ThreadPoolExecutor, non_blocking: bool = False):
+    """`behavior` run on `pool` instead of the server's estimate workers (grpc's per-method
+    executor: the `experimental_thread_pool` attribute its server honours)."""
+
+    def run(*args, **kwargs):
+        return behavior(*args, **kwargs)
+
+    run.experimental_thread_pool = pool
+    if non_blocking:
+        run.experimental_non_blocking = True
+    return run
+
+
+def _health_handler(servicer: health.HealthServicer, pool: futures.ThreadPoolExecutor) -> grpc.GenericRpcHandler:
+    """grpc.health.v1.Health on `pool`, as add_HealthServicer_to_server wires it otherwise."""
+    request, response = health_pb2.HealthCheckRequest, health_pb2.HealthCheckResponse
+    handlers = {
+        "Check": grpc.unary_unary_rpc_method_handler(_in_pool(servicer.Check, pool), request.FromString,
+                                                     response.SerializeToString),
+        "Watch": grpc.unary_stream_rpc_method_handler(_in_pool(servicer.Watch, pool, non_blocking=True),
+                                                      request.FromString, response.SerializeToString),
+    }
+    if hasattr(servicer, "List") and hasattr(health_pb2, "HealthListRequest"):
+        handlers["List"] = grpc.unary_unary_rpc_method_handler(
+            _in_pool(servicer.List, pool), health_pb2.HealthListRequest.FromString,
+            health_pb2.HealthListResponse.SerializeToString)
+    return grpc.method_handlers_generic_handler(HEALTH_SERVICE, handlers)
+
+
+_ESTIMATOR_PREFIX = f"/{SERVICE_NAME}/"
+_TLS13 = b"TLSv1.3"
+
+
+class _Admission(grpc.ServerInterceptor):
+    """Runs in gRPC's serving thread, before a call is queued: refuses an Estimator call at
+    once while `limit` calls are held by the estimate pool; with `tls13_per_call` (the
+    transport could not be pinned to TLS 1.3, see tlsfloor) refuses any call made over an
+    older TLS version. Health checks are never refused by the limit."""
+
+    def __init__(self, pool: CountingPool, limit: int, refusals: futures.ThreadPoolExecutor, tls13_per_call: bool):
+        self._pool, self._limit, self._tls13 = pool, limit, tls13_per_call
+
+        def refuse(_request, context):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"more than {limit} calls in flight (--max-concurrent-requests); try again later")
+
+        self._refusal = grpc.unary_unary_rpc_method_handler(_in_pool(refuse, refusals))
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        if self._limit and self._pool.held >= self._limit and handler_call_details.method.startswith(
+                _ESTIMATOR_PREFIX):
+            return self._refusal
+        if self._tls13:
+            kinds = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+            return handler._replace(**{kind: _tls13_only(getattr(handler, kind)) for kind in kinds
+                                       if getattr(handler, kind) is not None})
+        return handler
+
+
+def _tls13_only(behavior):
+    def run(request, context, *args, **kwargs):
+        versions = context.auth_context().get("ssl_tls_version")
+        if versions and versions[0] != _TLS13:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"TLS 1.3 is required, this connection uses "
+                                                       f"{versions[0].decode(errors='replace')}")
+        return behavior(request, context, *args, **kwargs)
+
+    for name in ("experimental_thread_pool", "experimental_non_blocking"):
+        if hasattr(behavior, name):
+            setattr(run, name, getattr(behavior, name))
+    return run
 
 
 class EstimatorServer:
@@ -100,7 +185,10 @@ class EstimatorServer:
         self.state = state
         self.metrics = EstimatorMetrics()
         self.metrics.register_state(state)
-        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget)
+        budget = config.request_memory_bytes
+        self.budget = MemoryBudget(budget)
+        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget,
+                                   **({"memo_bytes": budget // 8} if budget > 0 else {}))
         self.kernels_warm = False
         self._memory_settled = False
         self._ready = False  # readiness: can estimate, and not draining
@@ -108,34 +196,40 @@ class EstimatorServer:
         self._stale = False  # past --max-staleness
         self._stopped = threading.Event()
         self._health = health.HealthServicer()
+        self._tls_files = self._serving_files()
         self._grpc = self._build_grpc()
         self.port = self._bind_grpc()
         self._http = self._build_http()
 
     # --- construction -------------------------------------------------------------
+    def _serving_files(self) -> ServingFiles | None:
+        config = self.config
+        if not config.grpc_auth_cert_file or not config.grpc_auth_key_file:
+            return None
+        return ServingFiles(config.grpc_auth_cert_file, config.grpc_auth_key_file, config.grpc_client_ca_file)
+
     def _build_grpc(self) -> grpc.Server:
         options = [
             ("grpc.max_receive_message_length", self.config.max_request_bytes),
             ("grpc.so_reuseport", 0),
         ]
-        server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max(1, self.config.parallelism), thread_name_prefix="rpc"),
-            options=options,
-            maximum_concurrent_rpcs=self.config.max_concurrent_requests or None,
-        )
-        servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics)
+        self._pool = CountingPool(max(1, self.config.parallelism), thread_name_prefix="rpc")
+        self._side_pools = [futures.ThreadPoolExecutor(_HEALTH_THREADS, thread_name_prefix="health"),
+                            futures.ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="refuse")]
+        admission = _Admission(self._pool, self.config.max_concurrent_requests, self._side_pools[1],
+                               tls13_per_call=self._tls_files is not None and not tlsfloor.transport_floor())
+        # No maximum_concurrent_rpcs: gRPC's own limit counts health checks too.
+        server = grpc.server(self._pool, options=options, interceptors=(admission,))
+        servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics, self.budget)
         add_to_server(servicer, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-            server,
-        )
+        server.add_generic_rpc_handlers((_health_handler(self._health, self._side_pools[0]),))
+        reflection.enable_server_reflection((SERVICE_NAME, HEALTH_SERVICE, reflection.SERVICE_NAME), server)
         self._set_health(False)
         return server
 
     def _bind_grpc(self) -> int:
         address = f"{self.config.server_bind_address}:{self.config.server_port}"
-        credentials = server_credentials(self.config)
+        credentials = server_credentials(self.config, self._tls_files)
         if credentials is None:
             port = self._grpc.add_insecure_port(address)
         else:
@@ -278,6 +372,8 @@ class EstimatorServer:
         self._ready = False
         self._set_health(False)
         self._grpc.stop(grace).wait()
+        for pool in self._side_pools:
+            pool.shutdown(wait=False)
         for endpoint in self._http:
             endpoint.stop()
         self.state.stop()

@@ -1,6 +1,10 @@
 """gRPC servicer: decode, check the cluster name, delegate, map errors to status codes.
 
-No arithmetic and no cluster access here; `estimate.Estimator` does the work.
+No arithmetic and no cluster access here; `estimate.Estimator` does the work. Each call
+reserves its memory from the server's budget (service.admission) before spending it: its
+decoded request first, then what its estimate may hold; a call that does not fit gets
+RESOURCE_EXHAUSTED. Client values reach log lines and messages quoted and cut
+(convert.quoted): the `object` metadata, the cluster name, every field.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from estimator.estimate.framework import FrameworkResult
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2, service_pb2_grpc
 from estimator.service import convert, metrics as m
+from estimator.service.admission import MemoryBudget, Reservation
 from estimator.service.logsetup import REQUEST_LOGGER, request_line
 
 log = logging.getLogger(REQUEST_LOGGER)
@@ -24,19 +29,47 @@ log = logging.getLogger(REQUEST_LOGGER)
 OBJECT_METADATA_KEY = "object"
 SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"]
 
+# Decoding a request and converting it holds up to ~15x its encoded size (measured: many
+# short strings in an affinity); reserved before either happens.
+DECODED_BYTES_PER_BYTE = 16
+# Longest error message sent back (and logged): every client value in it is already cut to
+# convert.QUOTE_LIMIT characters, this bounds how many there are. gRPC puts the message in
+# the response's trailing metadata, whose limit a longer one could outgrow.
+_MESSAGE_LIMIT = 2048
+
+
+class OverBudget(Exception):
+    """The call would take the request memory budget past its bound (RESOURCE_EXHAUSTED)."""
+
+
 _STATUS = {
     InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
     NotFound: grpc.StatusCode.NOT_FOUND,
     Unsupported: grpc.StatusCode.UNIMPLEMENTED,
     NotReady: grpc.StatusCode.UNAVAILABLE,
+    OverBudget: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 
 def _object_of(context: grpc.ServicerContext) -> str:
+    """The `object` metadata, cut for the log (it is only ever logged, and with %r)."""
     for key, value in context.invocation_metadata() or ():
         if key == OBJECT_METADATA_KEY:
-            return value
+            return value if len(value) <= convert.QUOTE_LIMIT else f"{value[:convert.QUOTE_LIMIT]}...({len(value)})"
     return ""
+
+
+def _message(error: Exception) -> str:
+    """An error's text for the client and the log: one line, at most _MESSAGE_LIMIT characters.
+    Values in it are quoted where they were put in; this is the net under them."""
+    text = str(error)
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + f"...({len(text)} characters)"
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
 
 
 class _Reasons:
@@ -100,35 +133,53 @@ def add_to_server(servicer: "EstimatorServicer", server: grpc.Server) -> None:
 
 
 class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
-    def __init__(self, cluster_name: str, estimator: Estimator, metrics: m.EstimatorMetrics):
+    def __init__(self, cluster_name: str, estimator: Estimator, metrics: m.EstimatorMetrics,
+                 budget: MemoryBudget | None = None):
         self.cluster_name = cluster_name
         self.estimator = estimator
         self.metrics = metrics
+        self.budget = budget or MemoryBudget(0)
 
     def _check_cluster(self, cluster: str) -> None:
         if cluster != self.cluster_name:
-            raise InvalidRequest("cluster", f"cluster name does not match, got: {cluster}, desire: {self.cluster_name}")
+            raise InvalidRequest("cluster", f"cluster name does not match, got: {convert.shown_name(cluster)}, "
+                                            f"desire: {self.cluster_name}")
+
+    def _reserve(self, reservation: Reservation, size: int, what: str) -> None:
+        if not reservation.grow(size):
+            budget = self.budget
+            raise OverBudget(f"request memory budget: {what} needs about {_mib(size)}, {_mib(budget.used)} of "
+                             f"{_mib(budget.total)} are in use (--request-memory-budget); try again later")
+
+    def _admit(self, request, reservation: Reservation) -> None:
+        """Check the body decoded, then reserve its decoded size (before converting it)."""
+        convert.check_decoded(request)
+        self._reserve(reservation, request.ByteSize() * DECODED_BYTES_PER_BYTE, "decoding this request")
 
     def _fail(self, context: grpc.ServicerContext, kind: str, obj: str, error: Exception, started: float):
         self.metrics.observe_request(kind, False, started)
         code = next((c for t, c in _STATUS.items() if isinstance(error, t)), grpc.StatusCode.INTERNAL)
         if code is grpc.StatusCode.INTERNAL:
-            log.exception("%s for %s failed unexpectedly", kind, obj or "<no object>")
-            message = f"internal error: {type(error).__name__}: {error}"
+            log.exception("%s for %r failed unexpectedly", kind, obj or "<no object>")
+            message = _message(f"internal error: {type(error).__name__}: {error}")
         else:
-            log.warning("%s for %s refused: %s", kind, obj or "<no object>", error)
-            message = str(error)
+            message = _message(error)
+            log.warning("%s for %r refused: %s", kind, obj or "<no object>", message)
         context.abort(code, message)
 
     def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
+        reservation = Reservation(self.budget)
         try:
-            convert.check_decoded(request)
+            self._admit(request, reservation)
             self._check_cluster(request.cluster)
             query = convert.remembered(convert.replicas_query, request)
+            self._reserve(reservation, self.estimator.working_bytes(query), "this estimate")
             value, outcome = self.estimator.max_available_replicas(query)
         except Exception as error:  # noqa: BLE001 - every failure becomes a status, never a crash
             self._fail(context, m.TYPE_MAX_AVAILABLE_REPLICAS, obj, error, started)
+        finally:
+            reservation.close()
         if outcome is not None and outcome.durations:  # no durations: a remembered answer, no plugin ran
             self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
@@ -139,13 +190,17 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
+        reservation = Reservation(self.budget)
         try:
-            convert.check_decoded(request)
+            self._admit(request, reservation)
             self._check_cluster(request.cluster)
             query = convert.remembered(convert.component_sets_query, request)
+            self._reserve(reservation, self.estimator.working_bytes(query), "this estimate")
             estimate = self.estimator.max_available_component_sets(query)
         except Exception as error:  # noqa: BLE001
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
+        finally:
+            reservation.close()
         bound = estimate.bound
         # no durations: a remembered answer, no plugin ran
         self.metrics.observe_sets_answer(self.estimator.packing, estimate.sets, bound,
@@ -161,12 +216,15 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
+        reservation = Reservation(self.budget)
         try:
-            convert.check_decoded(request)
+            self._admit(request, reservation)
             self._check_cluster(request.cluster)
             count = self.estimator.unschedulable_replicas(convert.workload_ref(request))
         except Exception as error:  # noqa: BLE001
             self._fail(context, m.TYPE_GET_UNSCHEDULABLE_REPLICAS, obj, error, started)
+        finally:
+            reservation.close()
         self.metrics.observe_request(m.TYPE_GET_UNSCHEDULABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
             request_line(log, logging.INFO, "GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms", obj,

@@ -55,8 +55,9 @@ def test_replica_requests_are_remembered_apart_from_set_requests():
 
 def test_an_oversized_request_is_converted_afresh_each_time():
     request = sets_request()
-    request.components[0].replicaRequirements.priorityClassName = "p" * 5000
+    # Over 4 KB in values each within the 1,024 characters a string may have.
+    request.components[0].replicaRequirements.nodeClaim.nodeSelector.update({f"k{i}": "v" * 1000 for i in range(5)})
     first = convert.remembered(convert.component_sets_query, request)
     again = convert.remembered(convert.component_sets_query, request)
     assert first == again and first is not again
-    assert first.components[0].shape.priority_class == "p" * 5000
+    assert dict(first.components[0].shape.claim.node_selector) == {f"k{i}": "v" * 1000 for i in range(5)}
