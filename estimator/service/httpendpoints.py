@@ -1,13 +1,26 @@
-"""Plain-HTTP endpoints: /healthz and /readyz on the probe port, /metrics on its own port."""
+"""Plain-HTTP endpoints: /healthz and /readyz on the probe port, /metrics on its own port.
+
+Each endpoint serves at most `MAX_CONNECTIONS` connections at once, one thread each; a
+connection beyond that is closed at once, unread (the kubelet and Prometheus open one at a
+time). A connection has `READ_SECONDS` in all to send its request line and headers, however
+slowly its bytes trickle in (a slowloris holds a thread for no longer), and is closed after
+one answer.
+"""
 
 from __future__ import annotations
 
+import io
 import logging
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 log = logging.getLogger("estimator.http")
+
+MAX_CONNECTIONS = 32
+READ_SECONDS = 5.0
 
 # A route answers (status, content type, body).
 Route = Callable[[], tuple[int, str, bytes]]
@@ -28,9 +41,33 @@ def parse_bind_address(value: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's bytes, each read given what is left of one deadline for the whole request."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
 def _handler(routes: dict[str, Route]):
     class Handler(BaseHTTPRequestHandler):
+        timeout = READ_SECONDS  # writes too: a client that stops reading is dropped
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, time.monotonic() + READ_SECONDS))
+
         def do_GET(self) -> None:  # noqa: N802 - http.server naming
+            self.connection.settimeout(READ_SECONDS)  # the answer's writes get their own time
             route = routes.get(self.path.split("?", 1)[0])
             status, content_type, body = (404, "text/plain", b"not found\n") if route is None else route()
             self.send_response(status)
@@ -45,12 +82,44 @@ def _handler(routes: dict[str, Route]):
     return Handler
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most `MAX_CONNECTIONS` connection threads."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+    request_queue_size = 128  # connections refused beyond the cap are accepted (and closed) at once
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refused = 0
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused += 1
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that vanished mid-answer is not worth a traceback on stderr.
+        log.debug("HTTP connection from %s failed", client_address, exc_info=True)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 class HttpEndpoint:
     def __init__(self, address: tuple[str, int], routes: dict[str, Route], name: str):
         self.name = name
-        ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer(address, _handler(routes))
-        self._server.daemon_threads = True
+        self._server = _BoundedServer(address, _handler(routes))
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"http-{name}", daemon=True)
 
     @property
