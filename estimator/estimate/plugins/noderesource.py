@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from estimator import kernels
-from estimator.core.devices import count_once
+from estimator.core.devices import count_once, deduct_shared
 from estimator.core.model import (
     PACKING_MODES, AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery,
 )
@@ -45,9 +45,10 @@ def _columns(shapes: Iterable[ReplicaShape]) -> tuple[str, ...]:
     return (PODS, *names)
 
 
-def _gather(snapshot: ClusterSnapshot, columns: Sequence[str]) -> np.ndarray:
+def _gather(snapshot: ClusterSnapshot, columns: Sequence[str], own: frozenset[str] | None = None) -> np.ndarray:
     """A private, contiguous copy of the requested columns; unknown resources are zeros. A
-    DRA device that could serve two requested names counts for one (devices.count_once)."""
+    DRA device that could serve two names the job's own components ask for (`own`, default
+    all) counts for one (devices.count_once)."""
     sources = [snapshot.column(name) for name in columns]
     if None not in sources:
         # One gather into a new C-contiguous array instead of a strided copy per column.
@@ -59,7 +60,7 @@ def _gather(snapshot: ClusterSnapshot, columns: Sequence[str]) -> np.ndarray:
             if source is not None:
                 available[:, k] = snapshot.available[:, source]
     if snapshot.dra_served:
-        count_once(snapshot, columns, available)
+        count_once(snapshot, columns, available, own)
     return available
 
 
@@ -86,15 +87,16 @@ def _kept(snapshot: ClusterSnapshot, name: str, size: int, key, compute):
     return value
 
 
-def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...]) -> np.ndarray:
+def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...], own: frozenset[str] | None = None) -> np.ndarray:
     """The gathered columns, read-only, shared by every request on this snapshot."""
 
     def gather() -> np.ndarray:
-        array = vouch("available", _gather(snapshot, columns), AMOUNTS)
+        array = vouch("available", _gather(snapshot, columns, own), AMOUNTS)
         array.setflags(write=False)
         return array
 
-    return _kept(snapshot, "gathered", _GATHERED_PER_SNAPSHOT, columns, gather)
+    key = columns if own is None or not snapshot.dra_served else (columns, own)
+    return _kept(snapshot, "gathered", _GATHERED_PER_SNAPSHOT, key, gather)
 
 
 def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
@@ -176,7 +178,7 @@ class _Plan:
             ref, pristine, packing = (ref() for ref in self._last)
             if ref is snapshot and pristine is not None and packing is not None:
                 return pristine, packing
-        available = _available(snapshot, self.columns, query.assumed, self.index)
+        available = _available(snapshot, self.columns, query.assumed, self.index, [c.shape for c in query.components])
         packing = self.packing(snapshot, query)
         if not query.assumed:
             self._last = (weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing))
@@ -197,16 +199,20 @@ def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: S
         if not workload.components:
             continue
         arrays = _packing(snapshot, workload.components, columns, index)
+        before = available.copy() if snapshot.dra_served else None
         kernels.first_fit_sets(available, arrays.requests, arrays.replicas, arrays.masks, 1)
+        if before is not None:  # devices it took may be ones other DRA-served names needed
+            deduct_shared(snapshot, columns, before, available)
 
 
 def _available(snapshot: ClusterSnapshot, columns: tuple[str, ...], assumed: Sequence[AssumedWorkload],
-               index: dict[str, int]) -> np.ndarray:
+               index: dict[str, int], own: Iterable[ReplicaShape] = ()) -> np.ndarray:
     """What the request may use: the snapshot's columns (read-only, shared), less what the
-    in-flight workloads take (then a private array)."""
-    pristine = _pristine(snapshot, columns)
+    in-flight workloads take (then a private array). `own`: the job's own shapes (whose DRA
+    names contest devices, devices.count_once)."""
     if not any(w.components for w in assumed):
-        return pristine
+        return _pristine(snapshot, columns)
+    pristine = _pristine(snapshot, columns, frozenset(name for shape in own for name, _ in shape.requests))
     available = vouched_copy(pristine)  # first-fit only consumes it down to zero
     _deduct_assumed(snapshot, available, assumed, columns, index)
     available.setflags(write=False)
@@ -261,7 +267,7 @@ class NodeResourcePlugin:
         shape = query.shape or ReplicaShape()
         columns = _columns([shape, *_assumed_shapes(query.assumed)])
         index = {name: k for k, name in enumerate(columns)}
-        available = _available(snapshot, columns, query.assumed, index)
+        available = _available(snapshot, columns, query.assumed, index, [shape])
         total = kernels.sum_fit(available, _request_row(shape, index), snapshot.node_mask(shape.claim))
         return PluginResult(min(total, MAX_INT32))
 
