@@ -128,12 +128,15 @@ class JudgeTally:
     order_misses: int = 0
     binpack_only: int = 0  # order misses where the bin-packing profile bound the set
     first_fit_order: int = 0  # first-fit false rejections where best mode answered >= 1 (explained)
+    contested_devices: int = 0  # ours 0 on a job asking two DRA names one device can serve (explained)
     dra_members: int = 0
     failures: list[str] = field(default_factory=list)
     rejections: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def add(self, seed: int, job: Job, verdict: Verdict) -> None:
+    def add(self, seed: int, job: Job, verdict: Verdict, dra_names: int = 0) -> None:
+        """`dra_names`: how many DRA-served resource names the job asks for (two or more may
+        contest one device: docs/semantics.md)."""
         self.jobs += 1
         for who, value in verdict.answers.items():
             self.answers += 1
@@ -146,6 +149,8 @@ class JudgeTally:
                 self.false_rejections[who] += 1
                 if who == "first-fit" and verdict.answers.get("best", 0) >= 1:
                     self.first_fit_order += 1  # Karmada's greedy order packed badly; best mode found a set
+                elif who != "karmada" and dra_names >= 2:
+                    self.contested_devices += 1  # devices two names could take count for neither
                 elif who != "karmada":
                     self.rejections.append(f"seed {seed} {job.name}: {who} answered 0, a set binds")
         if verdict.binds and not verdict.default_binds:
@@ -160,7 +165,8 @@ class JudgeTally:
 
     def details(self) -> str:
         return (f"judge: {self.jobs} jobs, {self.zero_answers}/{self.answers} answers 0; first-fit false rejections "
-                f"where best mode found a set (Karmada's greedy order) {self.first_fit_order}; scheduler-order misses "
+                f"where best mode found a set (Karmada's greedy order) {self.first_fit_order}; false rejections of "
+                f"jobs asking two DRA-served names (one device may serve both) {self.contested_devices}; scheduler-order misses "
                 f"bound by the bin-packing profile {self.binpack_only}, only pinned to our witness "
                 f"{self.order_misses - self.binpack_only}; wall seconds " + ", ".join(
                     f"{k} {v:.0f}" for k, v in self.seconds.items()))
@@ -390,7 +396,9 @@ class Judge:
             pinned = self._trial(member, names, job, "p", SCHEDULERS[0], pins=_one_set(witness, job),
                                  assumed_pins=assumed)
         verdict = Verdict(answer, default_binds, binpack_binds, pinned)
-        self.tally.add(member.seed, job, verdict)
+        served = {n for c in member.device_classes for n in _class_names(c)}
+        asked = {name for c in job.query.components for name, _ in c.shape.requests if name in served}
+        self.tally.add(member.seed, job, verdict, len(asked))
         if answer["best"] >= 1 and witness is not None:
             self.tally.witnesses_tested += 1
             ok = self._trial(member, names, job, "w", SCHEDULERS[0], sets=answer["best"], pins=_expanded(witness),
@@ -410,6 +418,13 @@ def _renamed(query, names: dict[str, str]):
                     for w in query.assumed)
     return dataclasses.replace(query, namespace=names[query.namespace],
                                components=tuple(rename(c) for c in query.components), assumed=assumed)
+
+
+def _class_names(device_class: dict) -> tuple[str, ...]:
+    """The resource names a DeviceClass serves: its extendedResourceName and its implicit name."""
+    implicit = f"deviceclass.resource.kubernetes.io/{device_class['metadata']['name']}"
+    explicit = device_class["spec"].get("extendedResourceName")
+    return (implicit, explicit) if explicit else (implicit,)
 
 
 def _unschedulable(pod: dict) -> bool:
@@ -585,7 +600,7 @@ and prints the `judge:` line. Definitions: docs/semantics.md, "The judge".
 | estimator | false placements (job Pending) | false rejections (a set binds) |
 |---|---|---|
 | ours, `--packing first-fit` | {fp['first-fit']} | {fr['first-fit']} (of which {tally.first_fit_order} where best mode found a set: Karmada's greedy order) |
-| ours, `--packing best` | {fp['best']} | {fr['best']} |
+| ours, `--packing best` | {fp['best']} | {fr['best']} (of which {tally.contested_devices}, over both modes, on jobs asking two DRA-served names one device may serve) |
 | Karmada's karmada-scheduler-estimator {v['KARMADA_VERSION']} | {fp['karmada']} | {fr['karmada']} |
 
 Our best-mode witnesses pinned pod by pod to their nodes: {tally.witnesses_accepted} of

@@ -143,6 +143,15 @@ def test_a_first_fit_rejection_best_mode_beats_is_explained_and_a_best_one_is_no
     assert not tally.ours_ok() and len(tally.rejections) == 2
 
 
+def test_a_rejection_of_a_job_asking_two_overlapping_dra_names_is_explained():
+    tally = judge.JudgeTally()
+    job = judge.Job("j", model.ComponentSetsQuery(components=()))
+    tally.add(1, job, judge.Verdict({"first-fit": 0, "best": 0, "karmada": 0}, True, True, None), dra_names=2)
+    assert tally.contested_devices == 2 and tally.ours_ok()
+    tally.add(2, job, judge.Verdict({"first-fit": 0, "best": 0, "karmada": 0}, True, True, None), dra_names=1)
+    assert not tally.ours_ok()
+
+
 def test_the_judge_line_has_the_issues_form():
     tally = judge.JudgeTally(members=3, witnesses_accepted=2, witnesses_tested=2)
     assert tally.line("v1.36.3") == (
