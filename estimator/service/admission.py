@@ -9,8 +9,9 @@ Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
 - `MemoryBudget` is the memory a call may reserve before it spends it: its request's
   decoded size first, then what its estimate may hold at its peak (Estimator.working_bytes).
   A call that does not fit is refused before the memory is spent. Large calls (more than
-  1/64 of the budget each) may fill only 3/4 of it, so a flood of large calls leaves room for
-  the small ones real schedulers send.
+  1/64 of the budget each) may fill only 3/4 of it, and only `LARGE_CALLS` of them run at
+  once: a flood of large calls leaves room, workers and interpreter time for the small ones
+  real schedulers send (converting a 4 MB request is Python work that holds the GIL).
 """
 
 from __future__ import annotations
@@ -51,15 +52,24 @@ class CountingPool(futures.ThreadPoolExecutor):
             self._held -= 1
 
 
+LARGE_CALLS = 1
+
+
 class MemoryBudget:
     """Bytes calls in flight may reserve together (0: no budget)."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, large_calls: int = LARGE_CALLS):
         self.total = total
         self.large = total // 64
+        self.large_calls = large_calls
         self._used = 0
         self._peak = 0
+        self._large_in_flight = 0
         self._lock = threading.Lock()
+
+    @property
+    def large_in_flight(self) -> int:
+        return self._large_in_flight
 
     @property
     def used(self) -> int:
@@ -71,41 +81,49 @@ class MemoryBudget:
             peak, self._peak = self._peak, self._used
         return peak
 
-    def reserve(self, size: int) -> bool:
+    def reserve(self, size: int, large_call: bool = False, new_large_call: bool = False) -> bool:
+        """Take `size` bytes for a call (`large_call`: one above `large` in all; `new_large_call`:
+        it just became one, and takes one of the `large_calls` places)."""
         if self.total <= 0 or size <= 0:
             return True
-        limit = self.total if size <= self.large else self.total * 3 // 4
+        limit = self.total * 3 // 4 if large_call else self.total
         with self._lock:
-            if self._used + size > limit:
+            if self._used + size > limit or (new_large_call and self._large_in_flight >= self.large_calls):
                 return False
             self._used += size
+            self._large_in_flight += new_large_call
             if self._used > self._peak:
                 self._peak = self._used
             return True
 
-    def release(self, size: int) -> None:
+    def release(self, size: int, large_call: bool = False) -> None:
         if self.total <= 0 or size <= 0:
             return
         with self._lock:
             self._used -= size
+            self._large_in_flight -= large_call
 
 
 class Reservation:
     """One call's share of a MemoryBudget, grown as the call learns its size; `close()`
     gives it all back (call it in a finally)."""
 
-    __slots__ = ("budget", "held")
+    __slots__ = ("budget", "held", "large")
 
     def __init__(self, budget: MemoryBudget):
         self.budget = budget
         self.held = 0
+        self.large = False
 
     def grow(self, size: int) -> bool:
-        if not self.budget.reserve(size):
+        becomes_large = not self.large and self.held + size > self.budget.large
+        if not self.budget.reserve(size, self.large or becomes_large, becomes_large):
             return False
         self.held += size
+        self.large = self.large or becomes_large
         return True
 
     def close(self) -> None:
         held, self.held = self.held, 0
-        self.budget.release(held)
+        self.budget.release(held, self.large and held > 0)
+        self.large = False

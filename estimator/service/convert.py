@@ -68,6 +68,10 @@ LIMITS = {
     "matchExpressions": 256,  # per term (matchFields too)
     "values": 4096,  # per requirement
     "tolerationsBytes": 256,
+    # Over a whole request: selector entries, affinity requirements and their values, and
+    # tolerations, every claim's (each is a string or more to convert): the counts above
+    # multiply to millions, which would hold a worker (and the interpreter) for seconds.
+    "claimEntries": 16384,
 }
 
 
@@ -113,6 +117,21 @@ def quoted_key(name: str) -> str:
 def _limit(count: int, kind: str, path: str) -> None:
     if count > LIMITS[kind]:
         raise InvalidRequest(path, f"has {count} entries, more than the {LIMITS[kind]} this estimator accepts")
+
+
+class _Tally:
+    """LIMITS["claimEntries"] over one request, taken as its claims are converted."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = LIMITS["claimEntries"]
+
+    def take(self, count: int, path: str) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise InvalidRequest(path, f"brings the request's selector entries, affinity requirements and values, and "
+                                       f"tolerations past the {LIMITS['claimEntries']} this estimator accepts")
 
 
 def _bounded(value: str, path: str) -> str:
@@ -165,20 +184,21 @@ def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
     """MaxAvailableReplicas: shape is None when replicaRequirements is unset."""
     shape = None
     # v1.16/v1.17 embed replicaRequirements by value, so "none" arrives as an empty message.
+    tally = _Tally()
     if req.HasField("replicaRequirements") and req.replicaRequirements.ListFields():
         requirements = req.replicaRequirements
         shape = _shape(requirements, "replicaRequirements",
-                       _bounded(requirements.namespace, "replicaRequirements.namespace"))
-    return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads))
+                       _bounded(requirements.namespace, "replicaRequirements.namespace"), tally)
+    return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads, tally))
 
 
 def component_sets_query(req: pb.MaxAvailableComponentSetsRequest) -> model.ComponentSetsQuery:
     """MaxAvailableComponentSets: every component's shape carries the request namespace."""
-    namespace = _bounded(req.namespace, "namespace")
+    namespace, tally = _bounded(req.namespace, "namespace"), _Tally()
     return model.ComponentSetsQuery(
-        components=_components(req.components, "components", namespace),
+        components=_components(req.components, "components", namespace, tally),
         namespace=namespace,
-        assumed=_assumed_workloads(req.assumedWorkloads),
+        assumed=_assumed_workloads(req.assumedWorkloads, tally),
     )
 
 
@@ -233,19 +253,21 @@ def remembered(convert, req: Message):
 # Components and replica shapes
 
 
-def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload]) -> tuple[model.AssumedWorkload, ...]:
+def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload], tally: _Tally) -> tuple[model.AssumedWorkload, ...]:
     _limit(len(workloads), "assumedWorkloads", "assumedWorkloads")
     _limit(sum(len(workload.components) for workload in workloads), "assumedComponents", "assumedWorkloads")
     return tuple(
         model.AssumedWorkload(
             namespace=workload.namespace,
-            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace),
+            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace,
+                                   tally),
         )
         for i, workload in enumerate(workloads)
     )
 
 
-def _components(components: Sequence[pb.Component], path: str, namespace: str) -> tuple[model.Component, ...]:
+def _components(components: Sequence[pb.Component], path: str, namespace: str,
+                tally: _Tally) -> tuple[model.Component, ...]:
     _limit(len(components), "components", path)
     converted = []
     for i, component in enumerate(components):
@@ -254,7 +276,7 @@ def _components(components: Sequence[pb.Component], path: str, namespace: str) -
             raise InvalidRequest(f"{at}.replicas", f"must not be negative, got {component.replicas}")
         _bounded(component.name, f"{at}.name")
         if component.HasField("replicaRequirements"):
-            shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace)
+            shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace, tally)
         else:
             shape = model.ReplicaShape(namespace=namespace)
         converted.append(model.Component(name=component.name, replicas=component.replicas, shape=shape))
@@ -266,12 +288,12 @@ def _components(components: Sequence[pb.Component], path: str, namespace: str) -
 
 
 def _shape(
-    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str, namespace: str
+    requirements: pb.ReplicaRequirements | pb.ComponentReplicaRequirements, path: str, namespace: str, tally: _Tally
 ) -> model.ReplicaShape:
     # Both requirement messages share these three fields' names (their numbers differ).
     claim = model.NO_CLAIM
     if requirements.HasField("nodeClaim"):
-        claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim")
+        claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim", tally)
     return model.ReplicaShape(
         requests=_resource_requests(requirements, path),
         claim=claim,
@@ -378,35 +400,37 @@ _quantity_texts = functools.lru_cache(maxsize=4096)(_read_quantity_text)
 # Node claims: selector, required affinity, tolerations
 
 
-def _node_claim(claim: pb.NodeClaim, path: str) -> model.NodeClaim:
+def _node_claim(claim: pb.NodeClaim, path: str, tally: _Tally) -> model.NodeClaim:
     _limit(len(claim.nodeSelector), "nodeSelector", f"{path}.nodeSelector")
+    tally.take(len(claim.nodeSelector), f"{path}.nodeSelector")
     for key, value in claim.nodeSelector.items():
         _bounded(key, f"{path}.nodeSelector[{quoted_key(key)}]")
         _bounded(value, f"{path}.nodeSelector[{quoted_key(key)}]")
     return model.NodeClaim(
         node_selector=tuple(sorted(claim.nodeSelector.items())),
-        affinity_terms=_claim_affinity(claim, path),
-        tolerations=_claim_tolerations(claim, path),
+        affinity_terms=_claim_affinity(claim, path, tally),
+        tolerations=_claim_tolerations(claim, path, tally),
     )
 
 
-def _claim_affinity(claim: pb.NodeClaim, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+def _claim_affinity(claim: pb.NodeClaim, path: str, tally: _Tally) -> tuple[model.NodeSelectorTerm, ...] | None:
     terms = None
     if claim.nodeAffinityBytes:
         at = f"{path}.nodeAffinityBytes"
-        terms = _selector_terms(_decode(core.NodeSelector, claim.nodeAffinityBytes, at), at)
+        terms = _selector_terms(_decode(core.NodeSelector, claim.nodeAffinityBytes, at), at, tally)
     # Presence, not emptiness: v1.18 sends an empty selector as an empty message and no bytes.
     if claim.HasField("nodeAffinity"):
-        original = _selector_terms(claim.nodeAffinity, f"{path}.nodeAffinity")
+        original = _selector_terms(claim.nodeAffinity, f"{path}.nodeAffinity", tally)
         if claim.nodeAffinityBytes and original != terms:
             raise InvalidRequest(f"{path}.nodeAffinity", "disagrees with nodeAffinityBytes")
         terms = original
     return terms
 
 
-def _claim_tolerations(claim: pb.NodeClaim, path: str) -> tuple[model.Toleration, ...]:
+def _claim_tolerations(claim: pb.NodeClaim, path: str, tally: _Tally) -> tuple[model.Toleration, ...]:
     _limit(len(claim.tolerationsBytes), "tolerationsBytes", f"{path}.tolerationsBytes")
     _limit(len(claim.tolerations), "tolerationsBytes", f"{path}.tolerations")
+    tally.take(len(claim.tolerationsBytes) + len(claim.tolerations), f"{path}.tolerationsBytes")
     tolerations = tuple(
         _toleration(_decode(core.Toleration, encoded, f"{path}.tolerationsBytes[{i}]"), f"{path}.tolerationsBytes[{i}]")
         for i, encoded in enumerate(claim.tolerationsBytes)
@@ -419,11 +443,20 @@ def _claim_tolerations(claim: pb.NodeClaim, path: str) -> tuple[model.Toleration
     return tolerations
 
 
-def _selector_terms(selector: core.NodeSelector, path: str) -> tuple[model.NodeSelectorTerm, ...] | None:
+def _selector_terms(selector: core.NodeSelector, path: str, tally: _Tally) -> tuple[model.NodeSelectorTerm, ...] | None:
     """None means no required affinity: a selector with zero terms."""
     if not selector.nodeSelectorTerms:
         return None
     _limit(len(selector.nodeSelectorTerms), "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
+    for i, term in enumerate(selector.nodeSelectorTerms):  # counted before any string is converted
+        for name, requirements in (("matchExpressions", term.matchExpressions), ("matchFields", term.matchFields)):
+            at = f"{path}.nodeSelectorTerms[{i}].{name}"
+            _limit(len(requirements), "matchExpressions", at)
+            values = 0
+            for j, requirement in enumerate(requirements):
+                _limit(len(requirement.values), "values", f"{at}[{j}].values")
+                values += len(requirement.values)
+            tally.take(len(requirements) + values, at)
     return tuple(
         _term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms)
     )

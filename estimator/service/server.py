@@ -145,11 +145,12 @@ class _Admission(grpc.ServerInterceptor):
     def __init__(self, pool: CountingPool, limit: int, refusals: futures.ThreadPoolExecutor, tls13_per_call: bool):
         self._pool, self._limit, self._tls13 = pool, limit, tls13_per_call
 
-        def refuse(_request, context):
+        def refuse(_requests, context):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"more than {limit} calls in flight (--max-concurrent-requests); try again later")
 
-        self._refusal = grpc.unary_unary_rpc_method_handler(_in_pool(refuse, refusals))
+        # Streaming in: the refusal never reads (nor decodes) the request, whatever its size.
+        self._refusal = grpc.stream_unary_rpc_method_handler(_in_pool(refuse, refusals))
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
@@ -212,6 +213,10 @@ class EstimatorServer:
         options = [
             ("grpc.max_receive_message_length", self.config.max_request_bytes),
             ("grpc.so_reuseport", 0),
+            # No bandwidth-delay probing: windows stay at HTTP/2's 64 KB, so a call waiting for
+            # a worker holds at most that of its request in gRPC's buffers (a read opens the
+            # window to the message's size), not megabytes.
+            ("grpc.http2.bdp_probe", 0),
         ]
         self._pool = CountingPool(max(1, self.config.parallelism), thread_name_prefix="rpc")
         self._side_pools = [futures.ThreadPoolExecutor(_HEALTH_THREADS, thread_name_prefix="health"),

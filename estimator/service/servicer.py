@@ -149,7 +149,8 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         if not reservation.grow(size):
             budget = self.budget
             raise OverBudget(f"request memory budget: {what} needs about {_mib(size)}, {_mib(budget.used)} of "
-                             f"{_mib(budget.total)} are in use (--request-memory-budget); try again later")
+                             f"{_mib(budget.total)} are in use, {budget.large_in_flight} of {budget.large_calls} "
+                             f"large calls (--request-memory-budget); try again later")
 
     def _admit(self, request, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""

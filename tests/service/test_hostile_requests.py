@@ -167,6 +167,22 @@ def test_an_operator_of_megabytes_is_invalid_argument_with_a_short_message_and_l
     assert sum(len(line) for line in lines.text[started:]) < 4000
 
 
+def test_a_million_short_affinity_values_are_refused_before_any_is_converted(client):
+    values = [f"{i % 100:02d}" for i in range(4096)]
+    request = pb.MaxAvailableComponentSetsRequest(cluster=CLUSTER, namespace="ml-team")
+    for c in range(4):  # within every per-list limit, 4 x 61 x 4,096 values in all
+        selector = core.NodeSelector(nodeSelectorTerms=[core.NodeSelectorTerm(matchExpressions=[
+            core.NodeSelectorRequirement(key="pool", operator="NotIn", values=values) for _ in range(61)])])
+        request.components.append(pb.Component(name=f"w{c}", replicas=1, replicaRequirements=pb.ComponentReplicaRequirements(
+            nodeClaim=pb.NodeClaim(nodeAffinityBytes=selector.SerializeToString()))))
+    started = time.monotonic()
+    error = refusal(lambda: client.MaxAvailableComponentSets(request, timeout=30))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "past the 16384 this estimator accepts" in error.details()
+    assert error.details().startswith("components[0].replicaRequirements.nodeClaim.nodeAffinityBytes")
+    assert time.monotonic() - started < 5
+
+
 def test_an_unknown_operator_is_quoted_and_cut(client):
     error = refusal(lambda: client.MaxAvailableComponentSets(sets_with_operator("Near\n" + "y" * 900), timeout=10))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT

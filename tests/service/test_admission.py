@@ -1,0 +1,56 @@
+"""service.admission: the memory budget calls reserve from, and the pool that counts them."""
+
+from __future__ import annotations
+
+import threading
+
+from estimator.service.admission import CountingPool, MemoryBudget, Reservation
+
+MB = 2**20
+
+
+def test_reservations_never_pass_the_budget_and_give_everything_back():
+    budget = MemoryBudget(64 * MB)
+    calls = [Reservation(budget) for _ in range(3)]
+    assert calls[0].grow(MB // 2) and calls[1].grow(MB // 2)  # small calls
+    assert calls[0].grow(30 * MB)  # becomes large: 3/4 of the budget at most
+    assert not calls[2].grow(40 * MB)
+    assert budget.used == 31 * MB
+    for call in calls:
+        call.close()
+    assert budget.used == 0 and budget.large_in_flight == 0
+
+
+def test_only_one_large_call_at_a_time_and_large_calls_leave_a_quarter_to_small_ones():
+    budget = MemoryBudget(64 * MB)
+    first, second, small = Reservation(budget), Reservation(budget), Reservation(budget)
+    assert first.grow(2 * MB)  # above 1/64 of the budget: large
+    assert not second.grow(2 * MB), "a second large call waits for none: it is refused"
+    assert first.grow(40 * MB)
+    assert not first.grow(10 * MB), "a large call may fill 3/4 of the budget"
+    assert small.grow(MB // 2) and small.grow(MB // 2)  # small ones still fit
+    first.close()
+    assert second.grow(2 * MB)
+    second.close()
+    small.close()
+    assert budget.used == 0 and budget.large_in_flight == 0
+
+
+def test_no_budget_refuses_nothing():
+    budget = MemoryBudget(0)
+    assert Reservation(budget).grow(10**12)
+
+
+def test_the_pool_counts_what_it_holds_queued_or_running():
+    pool = CountingPool(1)
+    release = threading.Event()
+    futures = [pool.submit(release.wait, 10) for _ in range(3)]
+    assert pool.held == 3
+    release.set()
+    for future in futures:
+        future.result(10)
+    assert pool.held == 0
+    failing = pool.submit(lambda: 1 / 0)
+    assert isinstance(failing.exception(10), ZeroDivisionError)
+    assert pool.held == 0
+    pool.shutdown()
