@@ -85,7 +85,7 @@ e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD
 # Everything: make e2e E2E_ARGS="--large 1000,5000,10000" (about 40 min more here: Karmada needs
 # minutes per call at 5k/10k nodes, so those members are opt-in; see README "End-to-end").
 E2E_ARGS ?= --large 1000
-e2e: $(STAMP) e2e-kube e2e-karmada
+e2e: $(STAMP) e2e-kube e2e-karmada e2e-karmada-cp
 	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness $(E2E_ARGS)
 
 # Karmada's peers (see e2e/karmada/README.md): its scheduler-estimator at both versions, and our

@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, judge, large, placement, procs, restarts
+from e2e.harness import client, faults, judge, karmadacp_scenarios, large, placement, procs, restarts
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -41,6 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--judge-members", type=int, default=200,
                    help="members whose answers kube-scheduler judges (e2e/harness/judge.py; 0 skips)")
     p.add_argument("--judge-seed", type=int, default=500000, help="first seed of the judge's members")
+    p.add_argument("--no-karmada-cp", action="store_true",
+                   help="skip the jobs submitted to a real Karmada control plane (e2e/harness/karmadacp*.py)")
     p.add_argument("--karmada-restarts", type=int, default=0, metavar="N",
                    help="start Karmada's estimator N times on one unchanged member and report the distinct "
                         "answers (ours is restarted too and must give one answer); 0 skips")
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
         phases[name] = phases.get(name, 0.0) + now - mark[0]
         mark[0] = now
 
-    background = judged = None
+    background = judged = submitted = None
     diff = None
     try:
         bed = KubeBed(args.bin_dir, args.work, v["KUBERNETES_VERSION"], v["ETCD_VERSION"]).start()
@@ -153,6 +155,9 @@ def main(argv=None) -> int:
                 log(f"e2e: {i + 1}/{args.states} states, {t.requests} requests, {t.mismatches} mismatches, "
                     f"{t.best_below_karmada} best below Karmada ({time.monotonic() - started:.0f} s)")
         phase("differential")
+        if not args.no_karmada_cp:  # its own control planes and members; after the differential frees a core
+            submitted = Beside("karmada", karmadacp_scenarios.run_process, args.bin_dir, args.work / "karmada-cp", v)
+            submitted.start()
         results["client"] = (ctally.ok, ctally.calls)
         for failure in ctally.failures[:10]:
             log(f"e2e: CLIENT FAILURE {failure}")
@@ -195,6 +200,11 @@ def main(argv=None) -> int:
             log(jtally.details())
             results["judge"] = jtally
             failed |= not jtally.ours_ok()
+        if submitted is not None:
+            outcome = submitted.result()
+            phase("karmada control plane (waiting for the rest)")
+            results["karmada"] = outcome
+            failed |= not outcome.get("ok", False)
         if fault_run is not None:
             done = fault_run.finish()
             results["faults"] = (sum(r.converged for r in done), len(done))
@@ -210,9 +220,12 @@ def main(argv=None) -> int:
     log(f"e2e: wall time per phase: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
         + (f"; placement alongside {background.seconds:.0f} s" if background is not None else "")
         + (f"; judge alongside {judged.seconds:.0f} s" if judged is not None else "")
+        + (f"; Karmada control plane alongside {submitted.seconds:.0f} s" if submitted is not None else "")
         + f"; differential steps summed: {t.timings()}; total {time.monotonic() - started:.0f} s")
     if "judge" in results:
         log(results["judge"].line(v["KUBERNETES_VERSION"]))
+    if "karmada" in results:
+        log(results["karmada"]["line"])
     k, p, f = results["client"], results["placement"], results["faults"]
     log(f"e2e: {t.clusters} clusters, {t.requests} requests vs karmada-scheduler-estimator {v['KARMADA_VERSION']}: "
         f"{t.mismatches} mismatches (first-fit), {t.best_below_karmada} best below Karmada; "
