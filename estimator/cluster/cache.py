@@ -499,9 +499,11 @@ class ClusterCache:
         resource_names = self._resource_names
         dra_served: dict = {}
         device_groups: dict = {}
+        dra_aliases: dict = {}
         if self._devices.active:
             allocatable, available, resource_names, dra_served = self._with_devices(allocatable, available, names)
             device_groups = self._device_overlay[2]
+            dra_aliases = self._devices.aliases()
         return ClusterSnapshot(
             version=self._version,
             node_names=names,
@@ -516,6 +518,7 @@ class ClusterCache:
             hostnames=self._hostnames,
             dra_served=dra_served,
             device_groups=device_groups,
+            dra_aliases=dra_aliases,
             _positions=self._positions,
         )
 

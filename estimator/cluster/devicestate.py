@@ -169,6 +169,12 @@ class DeviceState:
 
     # --- reading ---
 
+    def aliases(self) -> dict[str, str]:
+        """Implicit name -> extendedResourceName, for the classes that declare one (and serve it)."""
+        return {name: cls.extended_resource for name, cls in self._served.items()
+                if cls.extended_resource and name != cls.extended_resource
+                and self._served.get(cls.extended_resource) is cls}
+
     def keys(self, kind: str) -> set:
         return set({"DeviceClass": self.classes, "ResourceSlice": self.slices, "ResourceClaim": self.claims}[kind])
 

@@ -65,6 +65,9 @@ class ClusterSnapshot:
     # for two of them must not count it twice (estimator.core.devices.partition).
     dra_served: Mapping[str, np.ndarray] = field(default_factory=dict)
     device_groups: Mapping[int, tuple[tuple[frozenset, int], ...]] = field(default_factory=dict)
+    # A class's implicit name -> its extendedResourceName: quota admission charges a claim of
+    # the class against `requests.<extendedResourceName>` whichever name the pod asked by.
+    dra_aliases: Mapping[str, str] = field(default_factory=dict)
     _masks: dict = field(default_factory=dict, repr=False)
     _positions: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=dict, repr=False)

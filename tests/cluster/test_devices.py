@@ -225,3 +225,19 @@ def test_devices_an_in_flight_workload_took_leave_the_names_that_could_have_used
     estimator = Estimator(lambda: snapshot, "best")
     assert estimator.max_available_component_sets(ComponentSetsQuery(job)).sets == 4
     assert estimator.max_available_component_sets(ComponentSetsQuery(job, assumed=(in_flight,))).sets == 2
+
+
+def test_a_class_asked_by_its_implicit_name_is_charged_to_its_extended_resource_quota():
+    # 4 free devices; quota requests.nvidia.com/gpu: 3 free. A set asks 2 devices by the implicit
+    # name: quota admission charges the claim to requests.nvidia.com/gpu, so 1 set, not 2.
+    from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
+    from estimator.estimate.estimate import Estimator
+
+    quota = {"kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "ml"},
+             "spec": {"hard": {f"requests.{GPU}": "8"}},
+             "status": {"hard": {f"requests.{GPU}": "8"}, "used": {f"requests.{GPU}": "5"}}}
+    cache = cache_with(node("n1"), device_class("gpus", GPU), quota,
+                       resource_slice("s1", "n1", [(f"g{i}", "a100") for i in range(4)]), matches=by_model({}))
+    snapshot = cache.snapshot()
+    job = (Component("w", 1, ReplicaShape(((IMPLICIT_PREFIX + "gpus", 2),), namespace="ml")),)
+    assert Estimator(lambda: snapshot, "best").max_available_component_sets(ComponentSetsQuery(job, "ml")).sets == 1

@@ -19,8 +19,9 @@ Scopes are ANDed, as Kubernetes does (a quota with several applies only when all
 from __future__ import annotations
 
 import functools
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
+from estimator.core.devices import IMPLICIT_PREFIX
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
 from estimator.core.resources import (
     CPU,
@@ -52,8 +53,9 @@ is_extended = functools.lru_cache(maxsize=1024)(_is_extended)
 
 
 def _quota_counted(name: str) -> bool:
-    """A requested resource some quota entry counts: cpu, memory, ephemeral storage, hugepages, extended."""
-    return name in _LIMITED or is_hugepages(name) or is_extended(name)
+    """A requested resource some quota entry counts: cpu, memory, ephemeral storage, hugepages,
+    extended, and a DRA class by its implicit name (charged through its alias, `_aliased`)."""
+    return name in _LIMITED or is_hugepages(name) or is_extended(name) or name.startswith(IMPLICIT_PREFIX)
 
 
 def _constrained_name(quota_name: str) -> str | None:
@@ -144,13 +146,27 @@ def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Comp
     return [c for w in assumed if w.namespace == namespace for c in w.components]
 
 
-def _admit_in_flight(quotas: Sequence[QuotaRecord], frees: list[dict[str, int]], assumed: list[Component]) -> None:
+def _aliased(demand: dict[str, int] | None, aliases: Mapping[str, str]) -> dict[str, int] | None:
+    """A demand with DRA class names charged as quota admission charges their claims: a device
+    of a class asked for by its implicit name counts against `requests.<the class's
+    extendedResourceName>`."""
+    if not demand or not aliases or not any(name in aliases for name in demand):
+        return demand
+    out: dict[str, int] = {}
+    for name, amount in demand.items():
+        key = aliases.get(name, name)
+        out[key] = out.get(key, 0) + amount
+    return out
+
+
+def _admit_in_flight(quotas: Sequence[QuotaRecord], frees: list[dict[str, int]], assumed: list[Component],
+                     aliases: Mapping[str, str] = {}) -> None:
     """Take from `frees` (one free_amounts copy per quota) what quota admission would admit of
     the in-flight replicas: one pod at a time, each admitted only while it fits every quota
     that applies to it; a refused pod takes nothing (it never exists). Identical replicas of
     one component are admitted as one count."""
     for component in assumed:
-        demand = _demand([Component(component.name, 1, component.shape)])
+        demand = _aliased(_demand([Component(component.name, 1, component.shape)]), aliases)
         applying = [i for i, quota in enumerate(quotas) if quota_applies(quota, component.shape)]
         admitted = component.replicas
         for i in applying:
@@ -195,12 +211,13 @@ class ResourceQuotaPlugin:
             return PluginResult(MAX_INT32)
         # Free amounts depend only on the snapshot's quotas: worked out once per namespace.
         free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
+        aliases = ctx.snapshot.dra_aliases
         if assumed:
             free = [dict(f) for f in free]
-            _admit_in_flight(quotas, free, assumed)
+            _admit_in_flight(quotas, free, assumed, aliases)
         value, reason = MAX_INT32, ""
         for quota, quota_free in zip(quotas, free):
-            allowed, why = _allowed(quota, quota_free, wanted_for(quota))
+            allowed, why = _allowed(quota, quota_free, _aliased(wanted_for(quota), aliases))
             if allowed < value:
                 value, reason = allowed, why
         if value == 0:
