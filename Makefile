@@ -48,6 +48,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 bench: $(BENCH_STAMP)
 	BENCH_COMMAND="make bench" $(PY) -m benchmarks.run
+	$(PY) -m benchmarks.dra --write
 
 bench-quick: $(BENCH_STAMP)
 	BENCH_COMMAND="make bench-quick" $(PY) -m benchmarks.run --quick

@@ -74,6 +74,8 @@ def main(argv=None) -> int:
     p.add_argument("--nodes", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rpc-seconds", type=float, default=3.0)
+    p.add_argument("--write", action="store_true", help="put the figures in benchmarks/RESULTS.md")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     spec = members.MemberSpec(args.nodes, args.seed, 0.65)
     plain, _ = members.ensure(spec)
@@ -106,7 +108,37 @@ def main(argv=None) -> int:
     report["ready_s"] = {label: r["ready_s"] for label, r in results.items()}
     report["met"] = ok
     print(json.dumps(report))
+    if args.write:
+        write_results(report, argv)
     return 0 if ok else 1
+
+
+def write_results(report: dict, argv) -> None:
+    import subprocess
+
+    from benchmarks.resultsmd import replace_section
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    rows = "\n".join(
+        f"| {shape} | {r['sets_device_plugin']} | {r['sets_dra']} | {r['new_p50_ms']:.3f} ms ({r['new_ratio']:.2f}x) | "
+        f"{r['repeat_p50_ms']:.3f} ms ({r['repeat_ratio']:.2f}x) |" for shape, r in report["shapes"].items())
+    ready = report["ready_s"]
+    text = f"""## GPUs served through DRA
+
+`python -m benchmarks.dra {' '.join(argv)}` at {commit} ({time.strftime('%Y-%m-%d')}, `make bench`
+runs it): the {report['nodes']:,}-node benchmark member and its DRA twin, whose GPU nodes
+advertise no `nvidia.com/gpu` and whose GPUs a driver publishes in ResourceSlices (a DeviceClass
+with `extendedResourceName: nvidia.com/gpu`, every GPU a running pod holds held by an allocated
+claim). Same free GPUs on the same nodes, so the answers must be equal; on the twin, the RPC p50
+of a new answer and of a repeated one over the empty RPC paired call by call (goal
+{report['goal']}). Server ready: {ready['device plugin']:.1f} s (device plugin), {ready['DRA']:.1f} s (DRA twin).
+Goal met: {'yes' if report['met'] else 'NO'}.
+
+| shape | sets, device plugin | sets, DRA | new answer p50 (/ empty RPC) | repeated p50 (/ empty RPC) |
+|---|---|---|---|---|
+{rows}
+"""
+    replace_section(REPO / "benchmarks" / "RESULTS.md", "## GPUs served through DRA", text)
 
 
 if __name__ == "__main__":
