@@ -80,9 +80,15 @@ class KubeBed:
         wait_for("etcd health", lambda: b'"health":"true"' in urllib.request.urlopen(
             f"{self.etcd_url}/health", timeout=2).read(), 60, self.etcd)
 
+    name = "kube-apiserver"
+
+    def extra_apiserver_args(self) -> list:
+        """Flags a subclass adds to the apiserver's command line (the aggregation layer, say)."""
+        return []
+
     def start_apiserver(self) -> None:
         cert, key = self.serving
-        self.apiserver = Proc("kube-apiserver", [
+        self.apiserver = Proc(self.name, [
             self.apiserver_bin,
             "--etcd-servers", self.etcd_url, "--etcd-compaction-interval", "0",
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(self.port),
@@ -92,9 +98,9 @@ class KubeBed:
             "--service-account-key-file", self.sa_public, "--service-account-signing-key-file", self.sa_private,
             "--service-cluster-ip-range", "10.96.0.0/16", "--disable-admission-plugins", self.disabled_admission,
             "--enable-priority-and-fairness=false", "--profiling=false", "--max-requests-inflight", "2000",
-            "--max-mutating-requests-inflight", "1000", "--v", "1",
+            "--max-mutating-requests-inflight", "1000", "--v", "1", *self.extra_apiserver_args(),
         ], self.work).start()
-        wait_for("kube-apiserver /readyz", self._ready, 180, self.apiserver, every=0.5)
+        wait_for(f"{self.name} /readyz", self._ready, 180, self.apiserver, every=0.5)
 
     def _ssl(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca.cert_path))

@@ -18,7 +18,6 @@ import yaml
 
 from e2e.harness import pki
 from e2e.harness.cluster import KubeBed
-from e2e.harness.procs import Proc, wait_for
 from e2e.harness.rest import ApiStatus, Rest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,26 +77,14 @@ class KarmadaApiserver(KubeBed):
         self.front_ca = pki.CA(self.pki_dir, "front-proxy-ca")
         self.front_client = self.front_ca.issue("front-proxy-client", "front-proxy-client", client=True)
 
-    def start_apiserver(self) -> None:
-        cert, key = self.serving
+    name = "karmada-apiserver"
+
+    def extra_apiserver_args(self) -> list:
         fcert, fkey = self.front_client
-        self.apiserver = Proc("karmada-apiserver", [
-            self.apiserver_bin,
-            "--etcd-servers", self.etcd_url, "--etcd-compaction-interval", "0",
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(self.port),
-            "--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", self.ca.cert_path,
-            "--token-auth-file", self.tokens, "--authorization-mode", "RBAC",
-            "--service-account-issuer", "https://kubernetes.default.svc",
-            "--service-account-key-file", self.sa_public, "--service-account-signing-key-file", self.sa_private,
-            "--service-cluster-ip-range", "10.96.0.0/16", "--disable-admission-plugins", self.disabled_admission,
-            "--enable-priority-and-fairness=false", "--profiling=false", "--max-requests-inflight", "2000",
-            "--max-mutating-requests-inflight", "1000", "--v", "1",
-            "--proxy-client-cert-file", fcert, "--proxy-client-key-file", fkey,
-            "--requestheader-client-ca-file", self.front_ca.cert_path, "--requestheader-allowed-names", "front-proxy-client",
-            "--requestheader-extra-headers-prefix", "X-Remote-Extra-", "--requestheader-group-headers", "X-Remote-Group",
-            "--requestheader-username-headers", "X-Remote-User",
-        ], self.work).start()
-        wait_for("karmada-apiserver /readyz", self._ready, 180, self.apiserver, every=0.5)
+        return ["--proxy-client-cert-file", fcert, "--proxy-client-key-file", fkey,
+                "--requestheader-client-ca-file", self.front_ca.cert_path, "--requestheader-allowed-names", "front-proxy-client",
+                "--requestheader-extra-headers-prefix", "X-Remote-Extra-", "--requestheader-group-headers", "X-Remote-Group",
+                "--requestheader-username-headers", "X-Remote-User"]
 
 
 def https_ok(url: str) -> bool:
