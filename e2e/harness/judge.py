@@ -599,9 +599,13 @@ and prints the `judge:` line. Definitions: docs/semantics.md, "The judge".
 
 | estimator | false placements (job Pending) | false rejections (a set binds) |
 |---|---|---|
-| ours, `--packing first-fit` | {fp['first-fit']} | {fr['first-fit']} (of which {tally.first_fit_order} where best mode found a set: Karmada's greedy order) |
-| ours, `--packing best` | {fp['best']} | {fr['best']} (of which {tally.contested_devices}, over both modes, on jobs asking two DRA-served names one device may serve) |
+| ours, `--packing first-fit` | {fp['first-fit']} | {fr['first-fit']} |
+| ours, `--packing best` | {fp['best']} | {fr['best']} |
 | Karmada's karmada-scheduler-estimator {v['KARMADA_VERSION']} | {fp['karmada']} | {fr['karmada']} |
+
+Our false rejections, explained (docs/semantics.md): {tally.first_fit_order} of first-fit where best
+mode found a set (Karmada's greedy order); {tally.contested_devices} (over both modes) on jobs asking
+two DRA-served names one device may serve; {len(tally.rejections)} unexplained.
 
 Our best-mode witnesses pinned pod by pod to their nodes: {tally.witnesses_accepted} of
 {tally.witnesses_tested} bound by kube-scheduler's own filters. Scheduler-order misses (the
