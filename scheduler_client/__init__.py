@@ -21,10 +21,14 @@ Module map (pure logic unless marked as an edge):
     select.py       one member: Karmada's order or the tightest fit
     explain.py      per-node reasons from a member snapshot
     placement.py    the whole computation, with accurate answers through one seam
-    karmada.py      what Karmada's scheduler itself does: its targets or its error text
+    karmada.py      what Karmada's scheduler itself does: its targets (with v1.19's per-target
+                    components) or its error text
+    bindings.py     ResourceBindings -> the workloads karmada-scheduler holds in flight
     report.py       table and JSON
     doctor.py       the scenario's silent failures, before they happen
     sources.py      EDGE: reading input files; errors name file and field
+    controlplane.py EDGE: a running Karmada control plane (--karmada-kubeconfig): Clusters, the
+                    policy that selects the job, estimator Services, in-flight ResourceBindings
     cli.py          EDGE: karmada-place
     wire.py, launch.py, demo.py   model -> protobuf; local estimator processes; make demo
 """

@@ -17,13 +17,13 @@ import ssl
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import grpc
 
-from estimator.api import ComponentSetsQuery
+from estimator.api import AssumedWorkload, ComponentSetsQuery
 from estimator.pb import service_pb2_grpc
 from scheduler_client.wire import component_sets_request
 
@@ -178,12 +178,22 @@ def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key
 
 
 def ask_all(endpoints: Sequence[Endpoint], query: ComponentSetsQuery, object_key: str,
-            timeout: float = DEFAULT_TIMEOUT_SECONDS) -> dict[str, Answer]:
-    """Concurrent calls under ONE deadline: the whole fan-out ends within `timeout`."""
+            timeout: float = DEFAULT_TIMEOUT_SECONDS,
+            assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None) -> dict[str, Answer]:
+    """Concurrent calls under ONE deadline: the whole fan-out ends within `timeout`.
+    `assumed`: per member, the in-flight workloads sent with its request (assumedWorkloads),
+    as karmada-scheduler sends each member its own."""
     if not endpoints:
         return {}
+    assumed = assumed or {}
+
+    def for_member(member: str) -> ComponentSetsQuery:
+        flights = tuple(assumed.get(member, ()))
+        return replace(query, assumed=flights) if flights else query
+
     deadline = time.monotonic() + timeout
     with ThreadPoolExecutor(max_workers=min(len(endpoints), _MAX_WORKERS)) as pool:
-        futures = [pool.submit(ask_component_sets, e, query, object_key, timeout, deadline) for e in endpoints]
+        futures = [pool.submit(ask_component_sets, e, for_member(e.member), object_key, timeout, deadline)
+                   for e in endpoints]
         answers = [f.result() for f in futures]
     return {answer.member: answer for answer in answers}

@@ -2,11 +2,18 @@
 
     karmada-place --job JOB.yaml [--policy POLICY.yaml] (--clusters CLUSTERS.yaml | --member NAME=FILE ...)
                   [--estimator NAME=HOST:PORT ...] [--estimator-timeout 3s] [TLS options] [--output table|json]
+    karmada-place --job JOB.yaml --karmada-kubeconfig FILE [--karmada-context NAME] [...]
     karmada-place doctor --policy POLICY.yaml --job JOB.yaml [--feature-gates ...] [members, estimators]
     karmada-place summarize --member NAME=FILE ... [--clusters CLUSTERS.yaml]
 
+With --karmada-kubeconfig the inputs come from a running Karmada control plane instead of
+files: its Clusters, the policy that selects the job, the estimator Services karmada-scheduler
+dials, and the workloads it still holds in flight (controlplane.py).
+
 Exit status: 0 a member is chosen (doctor: no problem found; summarize: done), 3 no member
-fits (doctor: a problem would misplace the job), 2 bad input (the file and field are named).
+fits, or no policy of the control plane selects the job (doctor: a problem would misplace the
+job), 2 bad input (the file and field are named), 4 the control plane cannot be reached or
+refuses the request.
 """
 
 from __future__ import annotations
@@ -17,28 +24,34 @@ import json
 import math
 import re
 import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Sequence
 
 import yaml
 
 from estimator.api import FlagValueError, parse_go_duration
-from scheduler_client import accurate, doctor, dra, report
+from scheduler_client import accurate, bindings, controlplane, doctor, dra, report
 from scheduler_client.clusters import to_cluster_object
 from scheduler_client.gates import RESOURCE_MODELING, GateError, parse_gates
 from scheduler_client.members import Member, build_members
-from scheduler_client.placement import Options, evaluate
+from scheduler_client.placement import Options, PlacementResult, evaluate
 from scheduler_client.policy import Placement, SpreadConstraint
 from scheduler_client.select import KARMADA, STRATEGIES
-from scheduler_client.sources import InputError, load_clusters, load_job, load_job_manifest, load_member_snapshot, \
-    load_policy
+from scheduler_client.sources import InputError, load_clusters, load_in_flight, load_job, load_job_manifest, \
+    load_member_snapshot, load_policy
 
-EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS = 0, 2, 3
+EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS, EXIT_UNREACHABLE = 0, 2, 3, 4
 # The placement this tool exists for, assumed when no policy is given.
 ONE_MEMBER = Placement(spread_constraints=(SpreadConstraint("cluster", "", 1, 1),))
 
 
 class UsageError(ValueError):
     """A flag value we cannot use; names the flag."""
+
+
+class NotPropagated(Exception):
+    """No policy of the control plane selects the job: Karmada would not place it anywhere."""
 
 
 def parse_duration(text: str) -> float:
@@ -135,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Where would Karmada put this multi-component job, and why not elsewhere? Per member: the "
                     "general estimator (cluster totals), the resource models and the accurate estimators; the "
                     "minimum of the answers that are not -1; ONE member chosen as Karmada chooses.",
-        epilog="Exit: 0 chosen, 3 no member fits, 2 bad input.")
+        epilog="Exit: 0 chosen, 3 no member fits (or no policy selects the job), 2 bad input, 4 the Karmada "
+               "control plane cannot be reached.")
     commands = p.add_subparsers(dest="command", title="commands (without one: place the job)", metavar="[COMMAND]",
                                 parser_class=argparse.ArgumentParser)
     p.subcommands = {"doctor": commands.add_parser("doctor", help=DOCTOR, description=DOCTOR),
@@ -156,6 +170,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "components and takes members by name). Without it, Karmada's outcome is shown beside this "
                         "tool's recommendation")
     _add_member_arguments(p)
+    plane = p.add_argument_group("a running Karmada control plane, instead of files")
+    plane.add_argument("--karmada-kubeconfig", metavar="FILE",
+                       help="read the karmada-apiserver as karmada-scheduler does: every Cluster, the "
+                            "PropagationPolicy or ClusterPropagationPolicy that selects the job (unless --policy), the "
+                            "estimator Services (ExternalName <prefix>-<cluster>, dialled at externalName:targetPort; "
+                            "--estimator overrides one) and the ResourceBindings whose workloads the scheduler still "
+                            "holds in flight (deducted with SchedulingOvercommitProtection on, as Karmada does)")
+    plane.add_argument("--karmada-context", default="", metavar="NAME",
+                       help="the kubeconfig context (default: its current-context)")
+    p.add_argument("--in-flight", action="append", default=[], metavar="BINDINGS.yaml",
+                   help="ResourceBindings (kubectl get rb -o yaml) whose workloads count as in flight on every member "
+                        "of their spec.clusters, whatever their status: a what-if, or a moment reconstructed. "
+                        "Replaces the control plane's in-flight bindings. Repeatable")
     return p
 
 
@@ -183,19 +210,23 @@ def _gates(args) -> tuple[dict[str, bool], frozenset[str]]:
         raise UsageError(f"--feature-gates: {error}") from None
 
 
-def _members(args, modeling: bool) -> list[Member]:
-    clusters = load_clusters(args.clusters) if args.clusters else []
+def _members(args, modeling: bool, from_control_plane=None) -> list[Member]:
+    clusters = list(from_control_plane) if from_control_plane is not None else \
+        (load_clusters(args.clusters) if args.clusters else [])
     files: dict[str, list[str]] = {}
     for name, path in _pairs(args.member, "--member", "FILE"):
         files.setdefault(name, []).append(path)
     snapshots = {name: load_member_snapshot(name, paths) for name, paths in files.items()}
     members = build_members(clusters, snapshots, modeling)
     if not members:
+        if from_control_plane is not None:
+            raise UsageError("no members: the control plane has no Cluster objects")
         raise UsageError("no members: give --clusters CLUSTERS.yaml or --member NAME=FILE")
     return members
 
 
-def _endpoints(args, members: Sequence[Member]) -> dict[str, accurate.Endpoint]:
+def _endpoints(args, members: Sequence[Member], plane: "_ControlPlaneInputs | None" = None
+               ) -> dict[str, accurate.Endpoint]:
     names = [m.name for m in members]
     try:
         tls = accurate.ClientTLS.from_files(args.estimator_ca_file, args.estimator_cert_file,
@@ -205,7 +236,9 @@ def _endpoints(args, members: Sequence[Member]) -> dict[str, accurate.Endpoint]:
     if bool(tls.cert) != bool(tls.key):
         raise UsageError("--estimator-cert-file and --estimator-key-file go together")
     addresses: dict[str, str] = {}
-    if args.enable_scheduler_estimator:
+    if plane is not None:  # the Services karmada-scheduler dials, as it resolves them
+        addresses.update({n: s.address for n, s in plane.view.estimators.items() if s.address and n in names})
+    elif args.enable_scheduler_estimator:
         for name in names:
             addresses[name] = accurate.karmada_service_address(name, args.scheduler_estimator_service_namespace,
                                                                args.scheduler_estimator_service_prefix,
@@ -230,7 +263,56 @@ def _tls_warning(args) -> list[str]:
 # --- commands ---------------------------------------------------------------------------
 
 
-def run_place(args) -> int:
+@dataclass
+class _ControlPlaneInputs:
+    """What --karmada-kubeconfig adds to one placement."""
+
+    view: controlplane.ControlPlaneView
+    broken: dict[str, str]  # members whose estimator karmada-scheduler cannot dial, and why
+
+    def summary(self, endpoints: dict[str, accurate.Endpoint], flights: list[bindings.InFlight],
+                source: str) -> dict:
+        view = self.view
+        estimators = {}
+        for name, service in view.estimators.items():
+            endpoint = endpoints.get(name)
+            address = endpoint.address if endpoint else None
+            estimators[name] = {"address": address,
+                                "how": service.how if address == service.address else "--estimator (overrides "
+                                                                                      f"{service.how})"}
+        return {"server": view.server,
+                "policy": view.policy.key if view.policy else None,  # None: --policy FILE, not read here
+                "policiesRead": view.policies_read,
+                "estimators": estimators,
+                "inFlight": {m: [{"binding": f.binding, "resource": f.resource,
+                                  "components": [{"name": c.name, "replicas": c.replicas}
+                                                 for c in f.workload.components],
+                                  "ageSeconds": f.age_seconds, "text": f.describe()}
+                                 for f in flights if f.member == m]
+                             for m in sorted({f.member for f in flights})},
+                "inFlightFrom": source}
+
+
+def _control_plane(args, manifest) -> _ControlPlaneInputs:
+    if args.clusters:
+        raise UsageError("--clusters and --karmada-kubeconfig exclude each other: the control plane's Clusters "
+                         "are read")
+    view = controlplane.read_control_plane(
+        args.karmada_kubeconfig, manifest, context=args.karmada_context,
+        estimator_namespace=args.scheduler_estimator_service_namespace,
+        estimator_prefix=args.scheduler_estimator_service_prefix, estimator_port=args.scheduler_estimator_port,
+        with_missing_services=args.enable_scheduler_estimator, policy_wanted=not args.policy,
+        in_flight_wanted=not args.in_flight,
+        exclude_bindings=frozenset({controlplane.binding_name(manifest)}))
+    # Estimator Services deployed: karmada-scheduler runs with --enable-scheduler-estimator, and
+    # a member whose estimator it cannot dial fails the accurate call (path c).
+    enabled = args.enable_scheduler_estimator or any(s.address for s in view.estimators.values())
+    broken = {n: s.how for n, s in view.estimators.items() if enabled and s.address is None}
+    return _ControlPlaneInputs(view, broken)
+
+
+def _place(args) -> tuple[int, PlacementResult, dict | None]:
+    """The placement of `run_place`: (exit status, result, control-plane summary)."""
     gates, _ = _gates(args)
     timeout = parse_duration(args.estimator_timeout)
     job = load_job(args.job, karmada_compatible=args.karmada_compatible)
@@ -245,28 +327,85 @@ def run_place(args) -> int:
     else:
         karmada_unreadable = ""
     policy = load_policy(args.policy) if args.policy else None
-    members = _members(args, gates.get(RESOURCE_MODELING, True))
-    endpoints = _endpoints(args, members)
+    plane = _control_plane(args, load_job_manifest(args.job)) if args.karmada_kubeconfig else None
+    if plane is not None and policy is None:
+        policy = plane.view.policy
+        if policy is None:
+            raise NotPropagated(f"no PropagationPolicy in namespace {job.namespace} and no ClusterPropagationPolicy "
+                                f"of {plane.view.server} selects {job.kind} {job.namespace}/{job.name}: Karmada would "
+                                "not propagate it (no ResourceBinding, no member)")
+    flights, source = (plane.view.in_flight if plane else []), "the control plane's ResourceBindings"
+    if args.in_flight:
+        own = frozenset({controlplane.binding_name(load_job_manifest(args.job))})
+        flights = load_in_flight(args.in_flight, datetime.now(timezone.utc), own)
+        source = ", ".join(args.in_flight)
+    members = _members(args, gates.get(RESOURCE_MODELING, True),
+                       plane.view.clusters if plane else None)
+    endpoints = _endpoints(args, members, plane)
+    broken = {n: why for n, why in (plane.broken if plane else {}).items() if n not in endpoints}
 
-    def ask(names, query, object_key):
-        return accurate.ask_all([endpoints[n] for n in names], query, object_key, timeout)
+    def ask(names, query, object_key, assumed=None):
+        answers = accurate.ask_all([endpoints[n] for n in names if n in endpoints], query, object_key, timeout,
+                                   assumed)
+        for name in names:
+            if name in broken:
+                answers[name] = accurate.Answer(name, accurate.UNKNOWN, f"karmada-scheduler cannot dial it: "
+                                                                        f"{broken[name]}")
+        return answers
 
     options = Options(strategy=args.strategy, karmada_compatible=args.karmada_compatible, gates=gates,
-                      accurate_members=frozenset(endpoints),
-                      accurate_addresses={n: e.address for n, e in endpoints.items()},
+                      accurate_members=frozenset(endpoints) | frozenset(broken),
+                      accurate_addresses={**{n: e.address for n, e in endpoints.items()},
+                                          **{n: "(none)" for n in broken}},
                       policy_given=policy is not None)
-    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask, karmada_job)
+    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask, karmada_job,
+                      assumed=bindings.by_member(flights))
+    if flights:
+        described = {m: tuple(f.describe() for f in flights if f.member == m) for m in {f.member for f in flights}}
+        result = dataclasses.replace(result, in_flight=described)
     extra = _tls_warning(args)
     if karmada_unreadable:
         extra.append(f"Karmada's interpreter cannot read this job ({karmada_unreadable}): Karmada would not "
                      "schedule it; the Karmada outcome shown assumes this tool's reading")
     if extra:
         result = dataclasses.replace(result, warnings=result.warnings + tuple(extra))
+    return ((EXIT_CHOSEN if result.targets else EXIT_NONE_FITS), result,
+            plane.summary(endpoints, flights, source) if plane else None)
+
+
+def run_place(args) -> int:
+    try:
+        code, result, plane = _place(args)
+    except NotPropagated as error:
+        print(f"karmada-place: {error}", file=sys.stderr)
+        return EXIT_NONE_FITS
     if args.output == "json":
-        print(json.dumps(report.to_json(result), indent=2))
+        print(json.dumps(report.to_json(result, plane), indent=2))
     else:
-        print(report.to_table(result))
-    return EXIT_CHOSEN if result.targets else EXIT_NONE_FITS
+        print(report.to_table(result, plane))
+    return code
+
+
+def place_json(argv: Sequence[str]) -> tuple[int, dict | None, str]:
+    """`karmada-place ARGS -o json` in process, for programs (the e2e harness asks it beside
+    Karmada): (exit status, the JSON document or None, the error text). Thread-safe: it
+    prints nothing."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit_:
+        return int(exit_.code or 0), None, "bad arguments"
+    if args.command is not None:
+        return EXIT_BAD_INPUT, None, "place_json places a job; it runs no command"
+    try:
+        code, result, plane = _place(args)
+    except (InputError, UsageError) as error:
+        return EXIT_BAD_INPUT, None, str(error)
+    except controlplane.ControlPlaneError as error:
+        return EXIT_UNREACHABLE, None, str(error)
+    except NotPropagated as error:
+        return EXIT_NONE_FITS, None, str(error)
+    return code, report.to_json(result, plane), ""
 
 
 def run_doctor(args) -> int:
@@ -319,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, UsageError) as error:
         print(f"karmada-place: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except controlplane.ControlPlaneError as error:
+        print(f"karmada-place: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
 
 
 if __name__ == "__main__":

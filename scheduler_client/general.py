@@ -20,12 +20,12 @@ kernel (estimator.api.first_fit_sets), the same one the accurate estimator uses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from estimator.api import CPU, MAX_INT32, PODS, Component, first_fit_sets
+from estimator.api import CPU, MAX_INT32, PODS, AssumedWorkload, Component, first_fit_sets
 from scheduler_client.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
 from scheduler_client.units import human
 
@@ -50,6 +50,22 @@ class ResourceSummary:
 
     def allowed_pods(self) -> int:
         return max(self.available(PODS), 0)
+
+    def with_assumed(self, workloads: Sequence[AssumedWorkload]) -> "ResourceSummary":
+        """The summary after Karmada's general estimator deducts in-flight workloads
+        (deductAssumedWorkloads): every assumed component's replicas as pods, and replicas x
+        request of each resource, counted as allocating."""
+        if not workloads:
+            return self
+        allocating = dict(self.allocating)
+        for workload in workloads:
+            for c in workload.components:
+                if c.replicas <= 0:
+                    continue
+                allocating[PODS] = allocating.get(PODS, 0) + c.replicas
+                for name, amount in c.shape.requests:
+                    allocating[name] = allocating.get(name, 0) + amount * c.replicas
+        return replace(self, allocating=allocating)
 
 
 @dataclass(frozen=True)
@@ -169,7 +185,10 @@ def _grades_text(nodes: Sequence[tuple[int, dict[str, int]]], names: Sequence[st
 
 
 def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | None,
-               components: Sequence[Component], karmada_compatible: bool = False) -> Estimate:
+               components: Sequence[Component], karmada_compatible: bool = False,
+               assumed: Sequence[AssumedWorkload] = ()) -> Estimate:
+    """`assumed`: in-flight workloads, each placed once with first-fit before the job, as
+    Karmada pre-simulates them onto the model nodes (what does not fit takes what it took)."""
     if not models:
         return Estimate(None, "no resource models")
     if not counts:
@@ -188,13 +207,22 @@ def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | N
                                  f"the job asks {', '.join(blind)} (Karmada would answer 0)")
     if not nodes:
         return Estimate(0, "no model nodes: every grade counts 0 nodes")
-    columns = (PODS, *sorted(requested))
+    in_flight = [w.components for w in assumed if w.components]
+    columns = (PODS, *sorted(requested | frozenset().union(*(requested_names(w) for w in in_flight))))
     available = np.array([[capacity.get(c, 0) for c in columns] for _, capacity in nodes], dtype=np.int64)
-    requests = np.array([[1, *(c.shape.request(name) for name in columns[1:])] for c in components], dtype=np.int64)
-    replicas = np.array([c.replicas for c in components], dtype=np.int64)
-    masks = np.ones((len(components), len(nodes)), dtype=np.bool_)  # model nodes have no labels or taints
-    packing = first_fit_sets(available, requests, replicas, masks, MAX_INT32)
+
+    def rows(parts: Sequence[Component]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        requests = np.array([[1, *(c.shape.request(name) for name in columns[1:])] for c in parts], dtype=np.int64)
+        replicas = np.array([c.replicas for c in parts], dtype=np.int64)
+        masks = np.ones((len(parts), len(nodes)), dtype=np.bool_)  # model nodes have no labels or taints
+        return requests, replicas, masks
+
+    for workload in in_flight:
+        first_fit_sets(available, *rows(workload), 1)  # consumes `available`
+    packing = first_fit_sets(available, *rows(components), MAX_INT32)
     why = f"first-fit on {len(nodes)} model nodes: {_grades_text(nodes, sorted(described))}"
+    if in_flight:
+        why += f", after {len(in_flight)} in-flight workload(s)"
     if blind:
         why += f"; a model node has no {', '.join(blind)}, so Karmada answers 0"
     return Estimate(int(packing.sets), why)

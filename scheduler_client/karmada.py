@@ -20,7 +20,13 @@ The facts followed (karmada pkg/scheduler at v1.18.2, the newest release the Go 
   check at all (b); otherwise the swap in selectClustersByAvailableResource, and "no enough
   resource when selecting N clusters" when the total is short.
 - AssignReplicas: a component job has spec.replicas 0 and no replicaRequirements, so every
-  selected member gets the whole job, written as replicas 0.
+  selected member gets the whole job, written as replicas 0. Karmada v1.19 (API: PR 7837,
+  in v1.19.0-rc.0; scheduler: PR 7833, merged after it, read at master f8fdd02d) also writes
+  spec.clusters[].components: with the gate on, more than one component and a cluster spread
+  1..1, each component's name and full replicas (`target_components`).
+- In-flight workloads (SchedulingOvercommitProtection): per member, the workloads the scheduler
+  assumes there are deducted by the general estimator (pods and replicas x requests counted as
+  allocating; pre-placed on the model nodes) and sent to the accurate estimator.
 - clusterAffinities are tried in order; when all fail, the error is the first term's.
 With the gate off, Karmada never reads the components of a kind it only knows through
 componentResource: the job is not a workload, every member counts MaxInt32 and ties break
@@ -32,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from estimator.api import NO_EXECUTE, NO_SCHEDULE, tolerates
+from estimator.api import NO_EXECUTE, NO_SCHEDULE, AssumedWorkload, tolerates
 from scheduler_client import clusterfilter, dra, gates as feature_gates
 from scheduler_client.general import UNKNOWN, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import KARMADA_BUILTIN, Job
@@ -53,9 +59,30 @@ _API_REASON = "cluster(s) did not have the API resource"
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetComponent:
     name: str
     replicas: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """One entry of the ResourceBinding's spec.clusters. `components` is Karmada v1.19's
+    spec.clusters[].components (PRs 7837, 7833); empty where v1.19 writes none."""
+
+    name: str
+    replicas: int
+    components: tuple[TargetComponent, ...] = ()
+
+
+def target_components(job: Job, placement: Placement, gates: Mapping[str, bool]) -> tuple[TargetComponent, ...]:
+    """What Karmada v1.19's AssignReplicas writes into each target's `components`
+    (buildTargetComponents): with MultiplePodTemplatesScheduling on, more than one component
+    and a cluster spread constraint 1..1 (isMultiTemplateSchedulingApplicable), every
+    component of spec.components, in order, with its full replicas (the member gets one
+    whole set); otherwise nothing."""
+    if len(job.components) > 1 and is_workload(job, gates) and placement.single_member_spread():
+        return tuple(TargetComponent(c.name, c.replicas) for c in job.components)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,9 @@ class KarmadaInput:
     gates: Mapping[str, bool]
     accurate_enabled: bool = False  # karmada-scheduler --enable-scheduler-estimator
     accurate: Mapping[str, AccurateReply] = field(default_factory=dict)
+    # Per member, the workloads the scheduler holds in flight there (bindings.py); deducted
+    # only with SchedulingOvercommitProtection on, as Karmada does.
+    assumed: Mapping[str, tuple[AssumedWorkload, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -162,11 +192,16 @@ def fit_error(total: int, reasons: Sequence[str]) -> str:
     return f"0/{total} clusters are available: " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + "."
 
 
-def general_sets(member: Member, job: Job, gates: Mapping[str, bool]) -> int:
-    """Karmada's general estimator: resource summary, bounded by the resource models when on."""
-    answers = {"summary": summary_sets(member.summary, job.components, karmada_compatible=True).value}
+def general_sets(member: Member, job: Job, gates: Mapping[str, bool],
+                 assumed: Sequence[AssumedWorkload] = ()) -> int:
+    """Karmada's general estimator: resource summary, bounded by the resource models when on;
+    in-flight workloads deducted first when SchedulingOvercommitProtection is on."""
+    if not gates.get(feature_gates.OVERCOMMIT_PROTECTION, False):
+        assumed = ()
+    summary = member.summary.with_assumed(assumed) if member.summary is not None else None
+    answers = {"summary": summary_sets(summary, job.components, karmada_compatible=True).value}
     if gates.get(feature_gates.RESOURCE_MODELING, True):
-        answers["models"] = model_sets(member.models, member.grade_counts, job.components, True).value
+        answers["models"] = model_sets(member.models, member.grade_counts, job.components, True, assumed).value
     merged = merge(answers)
     return merged.sets if merged.sets != UNKNOWN else 0
 
@@ -222,7 +257,7 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
         out.ranked_by = RANK_NONE
     elif applicable:
         out.ranked_by = RANK_SETS
-        general = {m.name: general_sets(m, job, inp.gates) for m in feasible}
+        general = {m.name: general_sets(m, job, inp.gates, inp.assumed.get(m.name, ())) for m in feasible}
         with_accurate = dict(general)
         if inp.accurate_enabled:
             failing = [n for n in names if inp.accurate.get(n, AccurateReply(None)).value is None]
@@ -235,7 +270,9 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
     else:
         # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
         out.ranked_by = RANK_PODS
-        sets = {m.name: min(m.summary.allowed_pods(), MAX_INT32) if m.summary else 0 for m in feasible}
+        assumed = inp.assumed if inp.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False) else {}
+        sets = {m.name: min(m.summary.with_assumed(assumed.get(m.name, ())).allowed_pods(), MAX_INT32)
+                if m.summary else 0 for m in feasible}
         if inp.accurate_enabled:
             out.caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
                           "(no requirements), which is not asked here: the order uses cluster-total free pods")
@@ -281,7 +318,8 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
     elif not selected:
         out.error = "failed to assign replicas: no clusters available to schedule"
     else:
-        out.targets = tuple(Target(n, 0) for n in selected)
+        components = target_components(job, placement, inp.gates)
+        out.targets = tuple(Target(n, 0, components) for n in selected)
 
     if branch == PATH_A and job.components:
         why = ("the policy has no spread constraint" if not placement.spread_constraints else

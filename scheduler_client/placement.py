@@ -11,9 +11,14 @@
    overflowAffinities members rank after its primary group;
 5. what Karmada itself would do (karmada.py): under `karmada_compatible` that IS the answer
    (several members, a member fitting 0 sets, the general-only choice, or Karmada's error);
-   otherwise it is reported beside this tool's recommendation;
+   otherwise it is reported beside this tool's recommendation; every target carries the
+   components Karmada v1.19 writes into spec.clusters[].components;
 6. reasons per member and warnings for the job (explain.py for per-node reasons; dra.py for
    requested resources a member serves through DRA, which the general estimator cannot see).
+
+In-flight workloads (`assumed`, per member: what karmada-scheduler still assumes there, see
+bindings.py) are deducted by every estimator, as karmada-scheduler has them deducted, when
+SchedulingOvercommitProtection is on; with the gate off Karmada ignores them, and so does this.
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from estimator.api import ComponentSetsQuery
+from estimator.api import AssumedWorkload, ComponentSetsQuery
 from scheduler_client import clusterfilter, dra, explain, gates as feature_gates, karmada
 from scheduler_client.accurate import Answer
 from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import Job
-from scheduler_client.karmada import AccurateReply, KarmadaInput, KarmadaOutcome, Target
+from scheduler_client.karmada import AccurateReply, KarmadaInput, KarmadaOutcome, Target, TargetComponent, \
+    target_components
 from scheduler_client.members import Member
 from scheduler_client.merge import merge
 from scheduler_client.policy import Placement
@@ -38,7 +44,10 @@ ESTIMATORS = (GENERAL, MODELS, ACCURATE)
 
 CHOSEN, FITS, TOO_SMALL, UNKNOWN_VERDICT, FILTERED = "chosen", "fits", "rejected", "unknown", "filtered out"
 
-AskAccurate = Callable[[Sequence[str], ComponentSetsQuery, str], Mapping[str, Answer]]
+# (members, query, object key[, per member the in-flight workloads to send with it]) -> answers;
+# the fourth argument is passed only when some member has in-flight workloads.
+AskAccurate = Callable[..., Mapping[str, Answer]]
+InFlightByMember = Mapping[str, Sequence[AssumedWorkload]]
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,10 @@ class PlacementResult:
     targets: tuple[Target, ...] = ()
     karmada: KarmadaOutcome | None = None
     karmada_compatible: bool = False
+    # What a member gets when it is chosen, as spec.clusters[].components (see `evaluate`).
+    components: tuple[TargetComponent, ...] = ()
+    # Per member, the in-flight workloads deducted there (descriptions, for the report).
+    in_flight: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -200,27 +213,51 @@ def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Opt
     return warnings
 
 
+def placed_components(job: Job) -> tuple[TargetComponent, ...]:
+    """One whole set: every component with its full replicas (v1.19's shape for the 1..1 spread)."""
+    return tuple(TargetComponent(c.name, c.replicas) for c in job.components)
+
+
 def evaluate(job: Job, members: Sequence[Member], placement: Placement, options: Options,
-             ask_accurate: AskAccurate | None = None, karmada_job: Job | None = None) -> PlacementResult:
+             ask_accurate: AskAccurate | None = None, karmada_job: Job | None = None,
+             assumed: InFlightByMember | None = None) -> PlacementResult:
     """`karmada_job`: the job as Karmada's own interpreter reads it, when that differs from `job`
-    (Karmada's outcome is computed for it, its estimators asked with its components)."""
+    (Karmada's outcome is computed for it, its estimators asked with its components).
+    `assumed`: per member, in-flight workloads (deducted only with SchedulingOvercommitProtection).
+
+    Components of the answer: under `karmada_compatible`, exactly what Karmada v1.19 writes
+    (karmada.target_components: none unless the gate is on, the job has several components and
+    the spread is cluster 1..1); otherwise this tool's one member holds the whole job, written
+    in the same shape (placed_components)."""
+    honoured = options.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False)
+    flights = {name: tuple(w) for name, w in (assumed or {}).items() if w} if honoured else {}
     query = ComponentSetsQuery(job.components, job.namespace)
     filters = {m.name: _filters(m, job, placement) for m in members}
     allowed_somewhere = [m.name for m in members
                          if "*" not in filters[m.name]
                          and any(t.name not in filters[m.name] for t in placement.affinity_terms)]
     to_ask = [name for name in allowed_somewhere if name in options.accurate_members]
-    answers = ask_accurate(to_ask, query, job.object_key) if to_ask and ask_accurate else {}
+
+    def ask(names: Sequence[str], q: ComponentSetsQuery, key: str) -> Mapping[str, Answer]:
+        if not names or not ask_accurate:
+            return {}
+        if any(flights.get(n) for n in names):
+            return ask_accurate(names, q, key, {n: flights.get(n, ()) for n in names})
+        return ask_accurate(names, q, key)
+
+    answers = ask(to_ask, query, job.object_key)
     modeling = options.gates.get(feature_gates.RESOURCE_MODELING, True)
     requested = requested_names(job.components)
 
     rows = []
     for m in members:
+        here = flights.get(m.name, ())
         estimates = {
-            GENERAL: summary_sets(m.summary, job.components, options.karmada_compatible),
-            MODELS: model_sets(m.models, m.grade_counts, job.components, options.karmada_compatible)
+            GENERAL: _after(summary_sets(m.summary.with_assumed(here) if m.summary else None, job.components,
+                                         options.karmada_compatible), here),
+            MODELS: model_sets(m.models, m.grade_counts, job.components, options.karmada_compatible, here)
             if modeling else Estimate(None, f"{feature_gates.RESOURCE_MODELING} is off"),
-            ACCURATE: _accurate_estimate(m.name, answers, options, m.name in to_ask),
+            ACCURATE: _after(_accurate_estimate(m.name, answers, options, m.name in to_ask), here),
         }
         merged = merge({name: e.value for name, e in estimates.items()})
         blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
@@ -240,16 +277,18 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
     seen_by_karmada = job
     if karmada_job is not None and karmada_job.components != job.components:
         seen_by_karmada = karmada_job
-        if to_ask and ask_accurate:
-            answers = ask_accurate(to_ask, ComponentSetsQuery(karmada_job.components, karmada_job.namespace),
-                                   karmada_job.object_key)
+        answers = ask(to_ask, ComponentSetsQuery(karmada_job.components, karmada_job.namespace),
+                      karmada_job.object_key) or answers
     replies = {name: AccurateReply(None if answer.failed else answer.value, answer.reason)
                for name, answer in answers.items()}
     outcome = karmada.outcome(KarmadaInput(seen_by_karmada, members, placement, options.gates,
-                                           accurate_enabled=bool(options.accurate_members), accurate=replies))
-    targets = (Target(selected, 0),) if selected else ()
+                                           accurate_enabled=bool(options.accurate_members), accurate=replies,
+                                           assumed=flights))
+    components = placed_components(job)
+    targets = (Target(selected, 0, components),) if selected else ()
     compatible = options.karmada_compatible and outcome.exact
     if compatible:
+        components = target_components(seen_by_karmada, placement, options.gates)
         targets = outcome.targets
         selected = targets[0].name if targets else None
         chosen_term = outcome.affinity_term
@@ -293,13 +332,23 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             reasons=reasons,
         ))
     warnings = _warnings(job, placement, rows, options, selected)
+    if assumed and any(assumed.values()) and not honoured:
+        warnings.append(f"{sum(len(w) for w in assumed.values())} in-flight workload(s) not deducted: "
+                        f"{feature_gates.OVERCOMMIT_PROTECTION} is off, and then karmada-scheduler ignores them too")
     if options.karmada_compatible and not outcome.exact:
         warnings.append(f"--karmada-compatible: this case is outside the model of Karmada ({outcome.caveat}); "
                         "the answer shown is this tool's own")
     elif outcome.caveat:
         warnings.append(f"Karmada: {outcome.caveat}")
     return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
-                           tuple(warnings), targets, outcome, compatible)
+                           tuple(warnings), targets, outcome, compatible, components)
+
+
+def _after(estimate: Estimate, flights: Sequence[AssumedWorkload]) -> Estimate:
+    """The estimate's reason says that in-flight workloads were deducted first."""
+    if not flights or estimate.value is None:
+        return estimate
+    return Estimate(estimate.value, f"{estimate.reason}; after {len(flights)} in-flight workload(s) here")
 
 
 def _drop_accurate(row: _Row) -> None:

@@ -18,7 +18,7 @@ The Karmada facts the helpers encode (pkg/scheduler/core):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from estimator.api import NODE_SELECTOR_OPERATORS, LabelSelector, NodeSelectorRequirement, Toleration, label_selector
 from scheduler_client.fields import FieldError, mapping, sequence
@@ -129,6 +129,10 @@ class ResourceSelector:
     label_selector: LabelSelector | None
 
 
+# How specifically a resource selector matches (Karmada's util.ImplicitPriority).
+MISMATCH, MATCH_ALL, MATCH_LABEL_SELECTOR, MATCH_NAME = 0, 1, 2, 3
+
+
 @dataclass(frozen=True)
 class Policy:
     kind: str
@@ -136,11 +140,19 @@ class Policy:
     name: str
     resource_selectors: tuple[ResourceSelector, ...]
     placement: Placement
+    priority: int = 0  # spec.priority, Karmada's explicit priority (absent: 0)
+    deleting: bool = False  # metadata.deletionTimestamp is set: Karmada matches nothing with it
 
-    def selects(self, manifest: Mapping) -> bool:
-        """ResourceMatches for any selector (namespace defaulted to the policy's, as the webhook)."""
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    def match_priority(self, manifest: Mapping) -> int:
+        """ResourceMatchSelectorsPriority: the best of the selectors' matches (MISMATCH..MATCH_NAME);
+        a selector's namespace defaults to the policy's, as the webhook does."""
         meta = manifest.get("metadata") or {}
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        best = MISMATCH
         for rs in self.resource_selectors:
             namespace = rs.namespace or self.namespace
             if rs.api_version != manifest.get("apiVersion") or rs.kind != manifest.get("kind"):
@@ -148,12 +160,40 @@ class Policy:
             if namespace and (meta.get("namespace") or "default") != namespace:
                 continue
             if rs.name:
-                if rs.name == meta.get("name"):
-                    return True
+                priority = MATCH_NAME if rs.name == meta.get("name") else MISMATCH
+            elif rs.label_selector is None:
+                priority = MATCH_ALL
+            else:
+                priority = MATCH_LABEL_SELECTOR if rs.label_selector.matches(labels) else MISMATCH
+            best = max(best, priority)
+        return best
+
+    def selects(self, manifest: Mapping) -> bool:
+        """ResourceMatches for any selector."""
+        return self.match_priority(manifest) > MISMATCH
+
+
+def matching_policy(policies: Sequence[Policy], manifest: Mapping) -> Policy | None:
+    """The policy Karmada's resource detector applies to a new resource template
+    (pkg/detector: LookForMatchedPolicy, then LookForMatchedClusterPolicy):
+    PropagationPolicies of the resource's namespace first, ClusterPropagationPolicies only
+    when none matches; policies being deleted are skipped; among the matching ones the
+    highest spec.priority wins, then the most specific selector match (name over label
+    selector over kind alone), then the smallest name."""
+    namespace = str((manifest.get("metadata") or {}).get("namespace") or "default")
+    for kind in POLICY_KINDS:
+        ranked = []
+        for policy in policies:
+            if policy.kind != kind or policy.deleting:
                 continue
-            if rs.label_selector is None or rs.label_selector.matches(labels):
-                return True
-        return False
+            if kind == "PropagationPolicy" and policy.namespace != namespace:
+                continue
+            implicit = policy.match_priority(manifest)
+            if implicit > MISMATCH:
+                ranked.append(((-policy.priority, -implicit, policy.name), policy))
+        if ranked:
+            return min(ranked, key=lambda pair: pair[0])[1]
+    return None
 
 
 # --- parsing ----------------------------------------------------------------------------
@@ -349,5 +389,9 @@ def parse_policy(obj: Any) -> Policy:
         selectors.append(ResourceSelector(str(raw["apiVersion"]), str(raw["kind"]), str(raw.get("namespace") or ""),
                                           str(raw.get("name") or ""), selector))
     namespace = str(meta.get("namespace") or "default") if kind == "PropagationPolicy" else ""
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise PolicyError("spec.priority", f"must be an integer, got {priority!r}")
     return Policy(str(kind), namespace, str(meta.get("name") or ""), tuple(selectors),
-                  parse_placement(spec.get("placement")))
+                  parse_placement(spec.get("placement")), priority=priority or 0,
+                  deleting=bool(meta.get("deletionTimestamp")))

@@ -2,12 +2,23 @@
 
 JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"general": n,
 "resource-models": n|null, "accurate": n|null}, "sets": n, "eligible": bool, "reasons": [...],
-"verdict", "estimateReasons"}], "selected": name|null, "targets": [{"name", "replicas"}],
-"karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas"}], "error": text|null,
+"verdict", "estimateReasons", "components": [{"name", "replicas"}], "inFlight": [text]}],
+"selected": name|null, "targets": [{"name", "replicas", "components": [{"name", "replicas"}]}],
+"karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas", "components"}], "error": text|null,
 "affinityTerm", "paths": [{"path": "a"|"b"|"c", "decisive", "text"}], "order": [names],
 "sets": {name: n}, "rankedBy": "component sets"|"free pods"|"none", "accurateDropped", "exact",
-"caveat"}, "warnings": [...], "strategy",
-"affinityTerm"}. An estimate of -1 means "this estimator does not know"; null, not asked.
+"caveat"}, "warnings": [...], "strategy", "affinityTerm", "controlPlane": {"server", "policy",
+"policiesRead", "estimators": {member: {"address", "how"}}, "inFlight": {member: [{"binding",
+"resource", "components", "ageSeconds", "text"}]}, "inFlightFrom"}
+(with --karmada-kubeconfig only)}. An estimate of -1 means "this estimator does not know"; null,
+not asked.
+
+`components` of a target is Karmada v1.19's spec.clusters[].components: per component its
+name and the replicas the member gets (the whole job, one set, for the cluster 1..1 spread).
+Karmada writes it only with MultiplePodTemplatesScheduling on, more than one component and
+that spread (else the list is empty, and absent from Karmada's object); this tool's own one
+member (without --karmada-compatible) always holds the whole job, in the same shape. A
+member's `components` is what it would be written with if chosen.
 
 `targets` is this tool's answer: Karmada's own targets under --karmada-compatible, else the
 one member it recommends. `karmada` is always Karmada's outcome: its targets as the
@@ -22,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from estimator.api import Component
-from scheduler_client.karmada import KarmadaOutcome
+from scheduler_client.karmada import KarmadaOutcome, Target
 from scheduler_client.placement import ESTIMATORS, PlacementResult
 from scheduler_client.units import requests_text
 from scheduler_client.wire import quantity_string
@@ -49,9 +60,17 @@ def _component_json(component: Component) -> dict[str, Any]:
     return out
 
 
+def target_json(t: Target) -> dict[str, Any]:
+    return {"name": t.name, "replicas": t.replicas, "components": components_json(t.components)}
+
+
+def components_json(components) -> list[dict[str, Any]]:
+    return [{"name": c.name, "replicas": c.replicas} for c in components]
+
+
 def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
     return {
-        "targets": [{"name": t.name, "replicas": t.replicas} for t in k.targets],
+        "targets": [target_json(t) for t in k.targets],
         "error": k.error,
         "affinityTerm": k.affinity_term,
         "paths": [{"path": p.path, "decisive": p.decisive, "text": p.text} for p in k.paths],
@@ -64,9 +83,9 @@ def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
     }
 
 
-def to_json(result: PlacementResult) -> dict[str, Any]:
+def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None) -> dict[str, Any]:
     job = result.job
-    return {
+    out = {
         "job": {"apiVersion": job.api_version, "kind": job.kind, "namespace": job.namespace, "name": job.name},
         "components": [_component_json(c) for c in job.components],
         "members": [
@@ -78,17 +97,26 @@ def to_json(result: PlacementResult) -> dict[str, Any]:
                 "reasons": list(m.reasons),
                 "verdict": m.verdict,
                 "estimateReasons": {name: m.estimate_reasons[name] for name in ESTIMATORS},
+                "components": components_json(result.components),
+                "inFlight": list(result.in_flight.get(m.name, ())),
             }
             for m in result.members
         ],
         "selected": result.selected,
-        "targets": [{"name": t.name, "replicas": t.replicas} for t in result.targets],
+        "targets": [target_json(t) for t in result.targets],
         "karmadaCompatible": result.karmada_compatible,
         "karmada": karmada_json(result.karmada) if result.karmada else None,
         "warnings": list(result.warnings),
         "strategy": result.strategy,
         "affinityTerm": result.affinity_term,
     }
+    if control_plane is not None:
+        out["controlPlane"] = control_plane
+    return out
+
+
+def components_text(components) -> str:
+    return ", ".join(f"{c.name} {c.replicas}" for c in components)
 
 
 def set_text(components: tuple[Component, ...]) -> str:
@@ -125,10 +153,30 @@ def karmada_lines(result: PlacementResult) -> list[str]:
     return lines
 
 
-def to_table(result: PlacementResult) -> str:
+def control_plane_lines(control_plane: dict[str, Any] | None) -> list[str]:
+    if not control_plane:
+        return []
+    lines = [f"control plane: {control_plane['server']}"]
+    if control_plane["policy"]:
+        lines.append(f"  policy: {control_plane['policy']} selects the job (of {control_plane['policiesRead']} read), "
+                     "as Karmada's resource detector picks it")
+    else:
+        lines.append("  policy: the --policy file (the control plane's policies were not read)")
+    for name, est in control_plane["estimators"].items():
+        lines.append(f"  estimator of {name}: {est['address'] or 'none'} ({est['how']})")
+    flights = control_plane["inFlight"]
+    for name, items in flights.items():
+        lines.append(f"  in flight on {name}: {'; '.join(item['text'] for item in items)}")
+    if not flights:
+        lines.append(f"  in flight: nothing (from {control_plane['inFlightFrom']})")
+    return lines + [""]
+
+
+def to_table(result: PlacementResult, control_plane: dict[str, Any] | None = None) -> str:
     job = result.job
-    lines = [f"{job.kind} {job.namespace}/{job.name}: one set = {set_text(job.components)}",
-             f"policy: {result.placement.describe()}", ""]
+    lines = control_plane_lines(control_plane)
+    lines += [f"{job.kind} {job.namespace}/{job.name}: one set = {set_text(job.components)}",
+              f"policy: {result.placement.describe()}", ""]
     rows = [("member", *ESTIMATORS, "sets", "verdict")]
     rows += [(m.name, *(_mark(m.estimates[name]) for name in ESTIMATORS), _mark(m.sets), m.verdict)
              for m in result.members]
@@ -148,6 +196,13 @@ def to_table(result: PlacementResult) -> str:
     else:
         lines.append(f"selected: {result.selected}{term}" if result.selected else
                      "selected: none - no member can host one complete set")
+    written = [t for t in result.targets if t.components]
+    if written:
+        lines.append(f"components: {components_text(written[0].components)} on "
+                     f"{', '.join(t.name for t in written)} (spec.clusters[].components, as Karmada v1.19 writes them)")
+    elif result.karmada_compatible and result.targets:
+        lines.append("components: none written (Karmada v1.19 writes them only with MultiplePodTemplatesScheduling "
+                     "on, several components and a cluster spread 1..1)")
     lines += karmada_lines(result)
     if result.warnings:
         lines.append("warnings:")

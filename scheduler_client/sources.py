@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from estimator.api import ObjectFileError, StateLoadError, count_dra_devices, load_object_files, read_objects
+from scheduler_client.bindings import BindingError, InFlight, in_flight
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
 from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
 from scheduler_client.dra import served_resources
@@ -86,6 +87,28 @@ def load_clusters(paths: Sequence[str | Path]) -> list[ClusterObject]:
         if not clusters:
             raise InputError(path, "kind", "no Karmada Cluster objects in the file")
     return clusters
+
+
+def load_in_flight(paths: Sequence[str | Path], now, exclude: frozenset[str] = frozenset()) -> list[InFlight]:
+    """ResourceBindings named in files as in flight: each on every member of its spec.clusters
+    (a file holding an empty List: nothing is in flight)."""
+    out: list[InFlight] = []
+    for path in paths:
+        try:
+            documents = read_objects(path)  # an empty List says: nothing in flight
+        except ObjectFileError as error:
+            raise InputError(path, "", error.message) from None
+        found = [d for d in documents if isinstance(d, Mapping) and d.get("kind") == "ResourceBinding"]
+        if documents and not found:
+            raise InputError(path, "kind", "no ResourceBinding objects in the file")
+        for document in found:
+            meta = document.get("metadata") or {}
+            try:
+                out.extend(in_flight([document], now, exclude, as_given=True))
+            except BindingError as error:
+                raise InputError(path, f"ResourceBinding {meta.get('namespace')}/{meta.get('name')}: {error.field}",
+                                 error.message) from None
+    return out
 
 
 def load_member_snapshot(name: str, paths: Sequence[str | Path]) -> MemberSnapshot:

@@ -15,7 +15,9 @@ Per stack, in this order (each scenario in its own namespace, emptied before the
    CustomizedClusterResourceModeling on (its default), member-a's estimator back;
 8. failover: 5 small jobs; the member holding most of them loses its kube-apiserver; Karmada
    (Failover gate, NoExecute taint eviction, the ClusterTaintPolicy) moves them.
-Before each seed scenario `karmada-place doctor` is asked about the job, policy and gates.
+Before each seed scenario `karmada-place doctor` is asked about the job, policy and gates;
+during the burst `karmada-place` is asked about every decision karmada-scheduler makes, through
+the control plane (karmadacp_client.py: what "agree" means, and why a job may not).
 A job's outcome is read from its ResourceBinding (spec.clusters) and from the members
 (where the job is, its pods bound or Unschedulable), once every job is decided and the view
 has been still for a moment.
@@ -32,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from e2e.harness import karmadacp_client as kc
 from e2e.harness import karmadacp_workload as wl
 from e2e.harness.karmadacp import CLUSTERS, SCHEDULER_GATES, Stack, create
 from e2e.harness.rest import ApiStatus
@@ -53,6 +56,7 @@ class Scenario:
     moved_whole: int = 0
     moved: int = 0
     note: str = ""
+    client: dict = field(default_factory=dict)  # the burst: karmada-place beside karmada-scheduler
 
     def tally(self) -> wl.Tally:
         return wl.Tally().add(self.outcomes)
@@ -212,13 +216,36 @@ def _burst(stack: Stack, ns: str) -> Scenario:
     policies = [wl.propagation_policy(f"burst-{p}", ns, match_labels={"priority": p}, priority_class=f"e2e-{p}")
                 for p in ("high", "low")]
     scenario = Scenario("burst")
-    scenario.outcomes, ok = settle(stack, ns, submit(stack, ns, policies, jobs), timeout=120, still=4.0)
+    cert, key = stack.grpc_cert
+    asker = kc.Asker(stack.api, ns, jobs, stack.procs["karmada-scheduler"].log_path, stack.work / "karmada-place",
+                     lambda job_file: kc.client_argv(job_file, stack.kubeconfig, stack.gates_sched,
+                                                     stack.karmada.ca.cert_path, cert, key)).start()
+    try:
+        scenario.outcomes, ok = settle(stack, ns, submit(stack, ns, policies, jobs), timeout=120, still=4.0)
+    finally:
+        asker.stop()
+    try:
+        scenario.client = _client_verdict(stack, scenario.outcomes, asker)
+    except Exception as error:  # noqa: BLE001 - the client's count is a report; the burst stands without it
+        scenario.client = {"agree": 0, "asked": 0, "jobs": len(jobs), "error": f"{type(error).__name__}: {error}"}
+        stack.log(f"karmada[{stack.name}]: burst: client agreement not counted: {error}")
     scenario.overcommitted = wl.overcommitted(member_pending(stack))
     whole = {p: sum(1 for o in scenario.outcomes if o.whole and o.name.endswith(p)) for p in ("high", "low")}
     scenario.note = (f"over-committed members {scenario.overcommitted}; whole: {whole['high']} of 15 high priority, "
                      f"{whole['low']} of 15 low" + ("" if ok else "; not settled in 120 s"))
     cleanup(stack, ns)
     return scenario
+
+
+def _client_verdict(stack: Stack, outcomes: list, asker: kc.Asker) -> dict:
+    """`client agrees A/B` for one stack's burst, each disagreement explained (karmadacp_client.py)."""
+    answers = {m: kc.estimator_answers(stack.procs[f"estimator-{m}"].log_path.read_text(errors="replace"))
+               for m in stack.members if f"estimator-{m}" in stack.procs}
+    verdict = kc.agreement({o.name: tuple(sorted(o.targets)) for o in outcomes}, asker.asks, asker.ns, answers)
+    for line in verdict.lines:
+        stack.log(f"karmada[{stack.name}]: burst: client: {line}")
+    return {"agree": verdict.agree, "asked": verdict.asked, "jobs": verdict.jobs, "explained": verdict.explained,
+            "asks": sum(len(a) for a in asker.asks.values()), "lines": verdict.lines, "errors": asker.errors}
 
 
 def _quota(stack: Stack, ns: str) -> Scenario:
@@ -345,8 +372,14 @@ def run(bin_dir: Path, work: Path, versions: dict, log=print) -> dict:
     b_ours = next(s for s in ours if s.name == "burst")
     b_theirs = next(s for s in theirs if s.name == "burst")
     f_ours = next(s for s in ours if s.name == "failover")
+    client = (b_ours.client.get("agree", 0) + b_theirs.client.get("agree", 0),
+              b_ours.client.get("asked", 0) + b_theirs.client.get("asked", 0))
+    log(f"karmada: burst, karmada-place agrees with karmada-scheduler: ours {b_ours.client.get('agree', 0)}/"
+        f"{b_ours.client.get('asked', 0)}, Karmada's estimator {b_theirs.client.get('agree', 0)}/"
+        f"{b_theirs.client.get('asked', 0)} (of {b_ours.client.get('jobs', 0)} jobs each; disagreements whose inputs "
+        f"differed from Karmada's: {b_ours.client.get('explained', 0)}, {b_theirs.client.get('explained', 0)})")
     line = wl.karmada_line(versions["KARMADA_VERSION"], t_ours, t_theirs,
-                           (b_ours.overcommitted, b_theirs.overcommitted), f_ours.moved_whole)
+                           (b_ours.overcommitted, b_theirs.overcommitted), f_ours.moved_whole, client)
     # The goals hold where the set-up is the one the issue asks for; the seed failures are
     # misconfigurations no estimator can undo (reported side by side above).
     set_up = [s for s in ours if not s.name.startswith("failure")]
@@ -354,7 +387,8 @@ def run(bin_dir: Path, work: Path, versions: dict, log=print) -> dict:
           and b_ours.overcommitted == 0 and f_ours.moved_whole == f_ours.moved)
     return {"line": line, "ok": ok, "seconds": round(time.monotonic() - started, 1),
             "ours": [_plain(s) for s in ours], "karmada": [_plain(s) for s in theirs],
-            "todo": "client agrees A/B is 0/0 until karmada-place is asked beside Karmada (issue 26 part 4)"}
+            "todo": "",
+            "client": {"ours": b_ours.client, "karmada": b_theirs.client}}
 
 
 def run_process(bin_dir: Path, work: Path, versions: dict, log=print) -> dict:
