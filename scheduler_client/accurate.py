@@ -6,7 +6,10 @@ member makes it drop the accurate estimator's answers for *every* member of that
 
 Connection security follows Karmada's scheduler (grpcconnection.ClientConfig): plaintext
 unless a CA file or insecure-skip-verify is given; then TLS, with the client certificate
-and key for mutual TLS when both are given. gRPC metadata `object` carries
+and key for mutual TLS when both are given. An endpoint's `server_name` is the name its
+certificate is verified against (and sent as SNI) instead of the host dialled, as grpc's
+`grpc.ssl_target_name_override` (grpcurl's -servername): for an estimator dialled through an
+IP address or a port-forward whose certificate names its Service. gRPC metadata `object` carries
 "kind=<Kind>, name=<namespace>/<name>", as the karmada-scheduler sends it.
 """
 
@@ -70,6 +73,12 @@ class Endpoint:
     address: str
     credentials: grpc.ChannelCredentials | None = None  # ready-made credentials win over `tls`
     tls: ClientTLS | None = None
+    # TLS: the name the server's certificate must hold, instead of the host of `address`.
+    # Not used in plaintext, nor with insecure_skip_verify (that trusts what the server presents).
+    server_name: str = ""
+
+    def name_options(self) -> tuple[tuple[str, str], ...]:
+        return (("grpc.ssl_target_name_override", self.server_name),) if self.server_name else ()
 
 
 @dataclass(frozen=True)
@@ -127,13 +136,14 @@ def _load_client_pair(context: ssl.SSLContext, tls: ClientTLS) -> None:
 
 def _channel(endpoint: Endpoint, timeout: float) -> grpc.Channel:
     if endpoint.credentials is not None:
-        return grpc.secure_channel(endpoint.address, endpoint.credentials)
+        return grpc.secure_channel(endpoint.address, endpoint.credentials, options=endpoint.name_options())
     tls = endpoint.tls
     if tls is None or not tls.secure:
         return grpc.insecure_channel(endpoint.address)
     pair = dict(private_key=tls.key, certificate_chain=tls.cert) if tls.cert and tls.key else {}
     if not tls.insecure_skip_verify:
-        return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(tls.ca, **pair))
+        return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(tls.ca, **pair),
+                                   options=endpoint.name_options())
     pinned, name = _presented_certificate(endpoint.address, tls, timeout)
     return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(pinned, **pair),
                                options=(("grpc.ssl_target_name_override", name),))
@@ -144,6 +154,11 @@ def _reason(error: grpc.RpcError, endpoint: Endpoint, timeout: float) -> str:
     details = (error.details() or "").strip()
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         text = f"no answer within {timeout:g}s (deadline exceeded)"
+    elif code == grpc.StatusCode.UNAVAILABLE and "hostname verification" in details.lower():
+        name = endpoint.server_name or _split_address(endpoint.address)[0]
+        text = f"TLS at {endpoint.address}: the server's certificate does not name {name} (hostname verification)"
+        if not endpoint.server_name:
+            text += "; give a name it holds with --estimator-server-name"
     elif code == grpc.StatusCode.UNAVAILABLE:
         text = f"unreachable at {endpoint.address}: {details}"
     else:

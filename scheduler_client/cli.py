@@ -1,7 +1,8 @@
 """karmada-place: where does this job go, and why not elsewhere?
 
     karmada-place --job JOB.yaml [--policy POLICY.yaml] (--clusters CLUSTERS.yaml | --member NAME=FILE ...)
-                  [--estimator NAME=HOST:PORT ...] [--estimator-timeout 3s] [TLS options] [--output table|json]
+                  [--estimator NAME=HOST:PORT ...] [--estimator-timeout 3s] [TLS options]
+                  [--estimator-server-name [MEMBER=]NAME ...] [--output table|json]
     karmada-place --job JOB.yaml --karmada-kubeconfig FILE [--karmada-context NAME] [...]
     karmada-place doctor --policy POLICY.yaml --job JOB.yaml [--feature-gates ...] [members, estimators]
     karmada-place summarize --member NAME=FILE ... [--clusters CLUSTERS.yaml]
@@ -13,7 +14,10 @@ dials, and the workloads it still holds in flight (controlplane.py).
 Exit status: 0 a member is chosen (doctor: no problem found; summarize: done), 3 no member
 fits, or no policy of the control plane selects the job (doctor: a problem would misplace the
 job), 2 bad input (the file and field are named), 4 the control plane cannot be reached or
-refuses the request.
+refuses the request, 5 undecided: the member that would be chosen was decided without an answer
+that could judge it (its accurate estimator gave none, and the job asks an extended resource,
+such as GPUs, that cluster totals and the resource models cannot judge per node); the output
+names the member, the estimator's address and what is unknown.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from scheduler_client.select import KARMADA, STRATEGIES
 from scheduler_client.sources import InputError, load_clusters, load_in_flight, load_job, load_job_manifest, \
     load_member_snapshot, load_policy
 
-EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS, EXIT_UNREACHABLE = 0, 2, 3, 4
+EXIT_CHOSEN, EXIT_BAD_INPUT, EXIT_NONE_FITS, EXIT_UNREACHABLE, EXIT_UNDECIDED = 0, 2, 3, 4, 5
 # The placement this tool exists for, assumed when no policy is given.
 ONE_MEMBER = Placement(spread_constraints=(SpreadConstraint("cluster", "", 1, 1),))
 
@@ -109,6 +113,11 @@ def _add_member_arguments(p: argparse.ArgumentParser) -> None:
                      help="client key for mutual TLS")
     est.add_argument("--insecure-skip-estimator-verify", action="store_true",
                      help="TLS without verifying the estimators' certificates (trusts what each presents)")
+    est.add_argument("--estimator-server-name", action="append", default=[], metavar="[MEMBER=]NAME",
+                     help="the name the estimators' certificates are verified against (and sent as SNI) instead of "
+                          "the host dialled, for an estimator reached through an IP address or a port-forward "
+                          "(e.g. karmada-scheduler-estimator-member-b.karmada-system.svc); MEMBER=NAME for one "
+                          "member's estimator, NAME alone for every other. Repeatable")
     p.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                    help="Karmada feature gates (defaults as Karmada's: MultiplePodTemplatesScheduling=false, "
                         "CustomizedClusterResourceModeling=true, ...)")
@@ -149,7 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "general estimator (cluster totals), the resource models and the accurate estimators; the "
                     "minimum of the answers that are not -1; ONE member chosen as Karmada chooses.",
         epilog="Exit: 0 chosen, 3 no member fits (or no policy selects the job), 2 bad input, 4 the Karmada "
-               "control plane cannot be reached.")
+               "control plane cannot be reached, 5 undecided: the member that would be chosen was decided without "
+               "an answer that could judge it (its accurate estimator gave none, for a job asking an extended "
+               "resource such as GPUs, which cluster totals cannot judge per node); the output names the member, "
+               "the estimator and what is unknown, and recommends no member.")
     commands = p.add_subparsers(dest="command", title="commands (without one: place the job)", metavar="[COMMAND]",
                                 parser_class=argparse.ArgumentParser)
     p.subcommands = {"doctor": commands.add_parser("doctor", help=DOCTOR, description=DOCTOR),
@@ -249,14 +261,44 @@ def _endpoints(args, members: Sequence[Member], plane: "_ControlPlaneInputs | No
         if not re.fullmatch(r".+:\d+", address):
             raise UsageError(f"--estimator {name}={address}: expected HOST:PORT")
         addresses[name] = address
-    return {name: accurate.Endpoint(name, address, tls=tls) for name, address in addresses.items()}
+    server_names = _server_names(args.estimator_server_name, names)
+    every = server_names.get("", "")
+    return {name: accurate.Endpoint(name, address, tls=tls, server_name=server_names.get(name, every))
+            for name, address in addresses.items()}
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9*]([A-Za-z0-9.*-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+")
+
+
+def _server_names(values: Sequence[str], members: Sequence[str]) -> dict[str, str]:
+    """--estimator-server-name: member -> name; "" -> the name for every other member."""
+    names: dict[str, str] = {}
+    for value in values:
+        member, sep, name = value.partition("=")
+        if not sep:
+            member, name = "", value
+        if sep and member not in members:
+            raise UsageError(f"--estimator-server-name {value}: no member {member or '(empty)'} "
+                             f"(members: {', '.join(members)})")
+        if not _HOST_NAME.fullmatch(name):
+            raise UsageError(f"--estimator-server-name {value}: {name!r} is not a host name")
+        if member in names:
+            raise UsageError(f"--estimator-server-name: given twice for {member or 'every member'}")
+        names[member] = name
+    return names
 
 
 def _tls_warning(args) -> list[str]:
-    if (args.estimator_cert_file or args.estimator_key_file) and not (args.estimator_ca_file
-                                                                      or args.insecure_skip_estimator_verify):
+    secure = args.estimator_ca_file or args.insecure_skip_estimator_verify
+    if (args.estimator_cert_file or args.estimator_key_file) and not secure:
         return ["a client certificate was given without --estimator-ca-file or --insecure-skip-estimator-verify: "
                 "like karmada-scheduler, the estimators are dialled in plaintext"]
+    if args.estimator_server_name and not secure:
+        return ["--estimator-server-name without --estimator-ca-file: the estimators are dialled in plaintext, "
+                "where no name is verified"]
+    if args.estimator_server_name and args.insecure_skip_estimator_verify:
+        return ["--estimator-server-name is not used with --insecure-skip-estimator-verify, which trusts the "
+                "certificate each estimator presents, whatever its name"]
     return []
 
 
@@ -369,8 +411,8 @@ def _place(args) -> tuple[int, PlacementResult, dict | None]:
                      "schedule it; the Karmada outcome shown assumes this tool's reading")
     if extra:
         result = dataclasses.replace(result, warnings=result.warnings + tuple(extra))
-    return ((EXIT_CHOSEN if result.targets else EXIT_NONE_FITS), result,
-            plane.summary(endpoints, flights, source) if plane else None)
+    code = EXIT_UNDECIDED if result.undecided else (EXIT_CHOSEN if result.targets else EXIT_NONE_FITS)
+    return code, result, plane.summary(endpoints, flights, source) if plane else None
 
 
 def run_place(args) -> int:

@@ -94,6 +94,17 @@ def requested_names(components: Sequence[Component]) -> frozenset[str]:
     return frozenset(name for c in components if c.replicas > 0 for name, amount in c.shape.requests if amount > 0)
 
 
+_NATIVE = frozenset({CPU, "memory", "ephemeral-storage", PODS})
+
+
+def extended_names(names: frozenset[str]) -> frozenset[str]:
+    """Those of `names` that are extended resources (nvidia.com/gpu, a DRA class's name): whole
+    devices, a few per node. The resource summary adds them up over the member's nodes, so it
+    cannot tell 2 + 2 + 2 free GPUs from 6 on one node; Kubernetes' own resources (cpu, memory,
+    ephemeral-storage, hugepages-*) are left out."""
+    return frozenset(n for n in names if n not in _NATIVE and not n.startswith("hugepages-"))
+
+
 _BINARY_REQUESTS = ("memory", "ephemeral-storage")
 
 

@@ -8,7 +8,13 @@
 3. per member, the minimum over authentic answers (merge.py);
 4. ONE member per affinity term, in Karmada's order or the tightest fit (select.py);
    clusterAffinities are tried in order, the first term that places the job wins; a term's
-   overflowAffinities members rank after its primary group;
+   overflowAffinities members rank after its primary group. A member whose own snapshot shows
+   that no node can hold a set (explain.py) is never chosen, whatever the estimators count.
+   The member chosen is only recommended when the answers that decided it can be trusted:
+   when its accurate estimator did not answer (-1) and the job asks an extended resource
+   (GPUs) that neither the resource summary (cluster totals) nor the resource models judge
+   per node, the result is `undecided` (a Doubt naming member, estimator and what is unknown)
+   and nothing is selected;
 5. what Karmada itself would do (karmada.py): under `karmada_compatible` that IS the answer
    (several members, a member fitting 0 sets, the general-only choice, or Karmada's error);
    otherwise it is reported beside this tool's recommendation; every target carries the
@@ -29,7 +35,7 @@ from typing import Callable, Mapping, Sequence
 from estimator.api import AssumedWorkload, ComponentSetsQuery
 from scheduler_client import clusterfilter, dra, explain, gates as feature_gates, karmada
 from scheduler_client.accurate import Answer
-from scheduler_client.general import UNKNOWN, Estimate, model_sets, requested_names, summary_sets
+from scheduler_client.general import UNKNOWN, Estimate, extended_names, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import Job
 from scheduler_client.karmada import AccurateReply, KarmadaInput, KarmadaOutcome, Target, TargetComponent, \
     target_components
@@ -43,6 +49,7 @@ GENERAL, MODELS, ACCURATE = "general", "resource-models", "accurate"
 ESTIMATORS = (GENERAL, MODELS, ACCURATE)
 
 CHOSEN, FITS, TOO_SMALL, UNKNOWN_VERDICT, FILTERED = "chosen", "fits", "rejected", "unknown", "filtered out"
+UNDECIDED = "undecided"  # the member that would be chosen, decided without an answer that could judge it
 
 # (members, query, object key[, per member the in-flight workloads to send with it]) -> answers;
 # the fourth argument is passed only when some member has in-flight workloads.
@@ -73,6 +80,31 @@ class MemberResult:
 
 
 @dataclass(frozen=True)
+class Doubt:
+    """Why the member that would be chosen is not recommended: the answer that would decide
+    it is unknown."""
+
+    member: str
+    estimator: str  # its accurate estimator's address ("" when it has none to dial)
+    why: str  # why that estimator gave no answer
+    resources: tuple[str, ...]  # requested, judged per node by no answer given
+    sets: int  # what the answers given count
+    counted_by: tuple[str, ...]  # the estimators whose answer that is
+
+    def unknown(self) -> str:
+        """What is unknown, in one sentence."""
+        names = ", ".join(self.resources)
+        return (f"whether {self.member}'s nodes can hold one set: the job asks {names}, which the general estimator "
+                f"counts only as cluster totals (not per node) and no resource model describes")
+
+    def text(self) -> str:
+        where = f" at {self.estimator}" if self.estimator else ""
+        counted = ", ".join(self.counted_by)
+        return (f"{self.member} would be chosen ({self.sets} set(s) by {counted}), but its accurate estimator{where} "
+                f"gave no answer ({self.why}); unknown: {self.unknown()}")
+
+
+@dataclass(frozen=True)
 class PlacementResult:
     job: Job
     placement: Placement
@@ -89,6 +121,9 @@ class PlacementResult:
     components: tuple[TargetComponent, ...] = ()
     # Per member, the in-flight workloads deducted there (descriptions, for the report).
     in_flight: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Set when the member that would be chosen was decided without an answer that could judge
+    # it: then `selected` is None and `targets` empty (this tool does not recommend it).
+    undecided: Doubt | None = None
 
 
 @dataclass
@@ -103,6 +138,11 @@ class _Row:
 
     def filter_reason(self, term: str) -> str | None:
         return self.rejected_by.get("*") or self.rejected_by.get(term)
+
+    @property
+    def blocked(self) -> bool:
+        """The member's own snapshot shows that no node placement of one set exists."""
+        return bool(self.blockers)
 
 
 def _accurate_estimate(name: str, answers: Mapping[str, Answer], options: Options, asked: bool) -> Estimate:
@@ -140,6 +180,12 @@ def _headline(row: _Row, verdict: str, strategy: str) -> str:
         return f"chosen: {row.sets} set(s), the minimum of {values}; {why}"
     if verdict == FITS:
         return f"fits {row.sets} set(s) (minimum of {values}) but another member comes first"
+    if verdict == UNDECIDED:
+        return f"undecided: {row.sets} set(s), the minimum of {values}; it would be chosen, but its accurate " \
+               f"estimator gave no answer (see 'selected' below)"
+    if verdict == TOO_SMALL and row.sets >= 1:  # blocked: its own nodes cannot hold a set
+        return f"rejected: the member's nodes cannot hold one set (its snapshot), although the minimum of " \
+               f"{values} is {row.sets} set(s):"
     if verdict == TOO_SMALL:
         decider = row.deciding[0]
         return f"0 sets according to the {decider} estimator: {row.estimates[decider].reason}"
@@ -266,7 +312,7 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
 
     selected, chosen_term = None, placement.affinity_terms[0].name
     for term in placement.affinity_terms:
-        candidates = [Candidate(r.member.name, r.sets, r.filter_reason(term.name) is None and r.sets != UNKNOWN,
+        candidates = [Candidate(r.member.name, r.sets, _eligible(r, term.name),
                                 karmada.overflow_order(term, r.member) or 0)
                       for r in rows]
         winner = choose(candidates, options.strategy)
@@ -298,20 +344,28 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
         if outcome.ranked_by == karmada.RANK_SETS:
             for row in rows:
                 row.sets = outcome.sets.get(row.member.name, row.sets)
+    rows_by_name = {r.member.name: r for r in rows}
+    doubt = None
+    if selected and not compatible:
+        doubt = _doubt(rows_by_name[selected], requested, options)
+        if doubt is not None:
+            selected, targets = None, ()
     chosen_names = {t.name for t in targets}
 
     results = []
-    by_name = {r.member.name: r for r in rows}
     for candidate in karmada_order([Candidate(r.member.name, r.sets, True) for r in rows]):
-        row = by_name[candidate.name]
-        eligible = row.filter_reason(chosen_term) is None and row.sets != UNKNOWN
+        row = rows_by_name[candidate.name]
+        eligible = _eligible(row, chosen_term) if not compatible else \
+            row.filter_reason(chosen_term) is None and row.sets != UNKNOWN
         if row.filter_reason(chosen_term):
             verdict = FILTERED
         elif row.member.name in chosen_names:
             verdict = CHOSEN
+        elif doubt is not None and row.member.name == doubt.member:
+            verdict = UNDECIDED
         elif row.sets == UNKNOWN:
             verdict = UNKNOWN_VERDICT
-        elif row.sets >= 1:
+        elif row.sets >= 1 and not (row.blocked and not compatible):
             verdict = FITS
         else:
             verdict = TOO_SMALL
@@ -341,7 +395,32 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
     elif outcome.caveat:
         warnings.append(f"Karmada: {outcome.caveat}")
     return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
-                           tuple(warnings), targets, outcome, compatible, components)
+                           tuple(warnings), targets, outcome, compatible, components, undecided=doubt)
+
+
+def _eligible(row: _Row, term: str) -> bool:
+    """May this tool choose the member: the policy allows it, some estimator knows, and its own
+    snapshot does not show that no node can hold a set."""
+    return row.filter_reason(term) is None and row.sets != UNKNOWN and not row.blocked
+
+
+def _doubt(row: _Row, requested: frozenset[str], options: Options) -> Doubt | None:
+    """Why the member chosen cannot be recommended, or None. Its accurate estimator did not
+    answer (-1: failed, timed out, answered -1 or cannot be dialled), and the job asks an
+    extended resource that no answer given judged per node: the resource summary only has
+    cluster totals, and resource models that answered -1 do not describe it (models that
+    answered a number describe every resource requested, and pack them onto model nodes)."""
+    accurate = row.estimates[ACCURATE]
+    if accurate.value != UNKNOWN:
+        return None
+    if row.estimates[MODELS].value not in (None, UNKNOWN):
+        return None
+    unjudged = extended_names(requested)
+    if not unjudged:
+        return None
+    address = options.accurate_addresses.get(row.member.name, "")
+    return Doubt(row.member.name, "" if address == "(none)" else address, accurate.reason, tuple(sorted(unjudged)),
+                 row.sets, row.deciding)
 
 
 def _after(estimate: Estimate, flights: Sequence[AssumedWorkload]) -> Estimate:

@@ -7,7 +7,8 @@ JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"ge
 "karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas", "components"}], "error": text|null,
 "affinityTerm", "paths": [{"path": "a"|"b"|"c", "decisive", "text"}], "order": [names],
 "sets": {name: n}, "rankedBy": "component sets"|"free pods"|"none", "accurateDropped", "exact",
-"caveat"}, "warnings": [...], "strategy", "affinityTerm", "controlPlane": {"server", "policy",
+"caveat"}, "trusted": bool, "doubt": {"member", "estimator", "reason", "unknown", "resources", "sets",
+"countedBy", "text"}|null, "warnings": [...], "strategy", "affinityTerm", "controlPlane": {"server", "policy",
 "policiesRead", "estimators": {member: {"address", "how"}}, "inFlight": {member: [{"binding",
 "resource", "components", "ageSeconds", "text"}]}, "inFlightFrom"}
 (with --karmada-kubeconfig only)}. An estimate of -1 means "this estimator does not know"; null,
@@ -21,7 +22,11 @@ member (without --karmada-compatible) always holds the whole job, in the same sh
 member's `components` is what it would be written with if chosen.
 
 `targets` is this tool's answer: Karmada's own targets under --karmada-compatible, else the
-one member it recommends. `karmada` is always Karmada's outcome: its targets as the
+one member it recommends. `trusted: false` means it recommends none although a member would be
+chosen: `doubt` names that member, its accurate estimator's address, why that estimator gave no
+answer and what is unknown (the job asks an extended resource, such as GPUs, that no answer
+given judged per node); `selected` is then null, `targets` empty and that member's verdict
+"undecided" (karmada-place exits 5). `karmada` is always Karmada's outcome: its targets as the
 ResourceBinding's spec.clusters (a component job goes whole to each, written replicas 0),
 or, when it places nothing, `error`, the text Karmada's scheduler reports. `exact: false`
 means the case is outside the model (see `caveat`); its targets are then empty, and
@@ -34,7 +39,7 @@ from typing import Any
 
 from estimator.api import Component
 from scheduler_client.karmada import KarmadaOutcome, Target
-from scheduler_client.placement import ESTIMATORS, PlacementResult
+from scheduler_client.placement import ESTIMATORS, Doubt, PlacementResult
 from scheduler_client.units import requests_text
 from scheduler_client.wire import quantity_string
 
@@ -83,6 +88,11 @@ def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
     }
 
 
+def doubt_json(d: Doubt) -> dict[str, Any]:
+    return {"member": d.member, "estimator": d.estimator or None, "reason": d.why, "unknown": d.unknown(),
+            "resources": list(d.resources), "sets": d.sets, "countedBy": list(d.counted_by), "text": d.text()}
+
+
 def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None) -> dict[str, Any]:
     job = result.job
     out = {
@@ -106,6 +116,8 @@ def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None
         "targets": [target_json(t) for t in result.targets],
         "karmadaCompatible": result.karmada_compatible,
         "karmada": karmada_json(result.karmada) if result.karmada else None,
+        "trusted": result.undecided is None,
+        "doubt": doubt_json(result.undecided) if result.undecided else None,
         "warnings": list(result.warnings),
         "strategy": result.strategy,
         "affinityTerm": result.affinity_term,
@@ -193,6 +205,13 @@ def to_table(result: PlacementResult, control_plane: dict[str, Any] | None = Non
         lines.append(f"selected: {', '.join(t.name for t in result.targets)} (Karmada copies the whole job to each)")
     elif result.karmada_compatible and not result.targets and result.karmada and result.karmada.error:
         lines.append(f"selected: none - Karmada: {result.karmada.error}")
+    elif result.undecided:
+        d = result.undecided
+        where = f" at {d.estimator}" if d.estimator else ""
+        lines += [f"selected: undecided - {d.member} would be chosen ({d.sets} set(s) by {', '.join(d.counted_by)}), "
+                  "but the answer that decides it is unknown",
+                  f"  {d.member}: its accurate estimator{where} gave no answer: {d.why}",
+                  f"  unknown: {d.unknown()}"]
     else:
         lines.append(f"selected: {result.selected}{term}" if result.selected else
                      "selected: none - no member can host one complete set")

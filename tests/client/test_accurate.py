@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import threading
 from concurrent import futures
 
@@ -19,6 +20,7 @@ from estimator.core.model import ComponentSetsQuery
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2_grpc
 from scheduler_client.accurate import ClientTLS, Endpoint, ask_all, ask_component_sets, karmada_service_address
+from scheduler_client.cli import main
 from scheduler_client.launch import free_port
 from scheduler_client.sources import load_job
 from tests.support.servers import DEMO, start_server
@@ -27,6 +29,7 @@ MEMBERS = ("member-a", "member-b", "member-c")
 TRAIN_BIG = load_job(DEMO / "jobs" / "train-big.yaml")
 QUERY = ComponentSetsQuery(TRAIN_BIG.components, TRAIN_BIG.namespace)
 SERVICE_NAME = "karmada-scheduler-estimator-member-a.karmada-system.svc"
+OTHER_SERVICE_NAME = "karmada-scheduler-estimator-member-z.karmada-system.svc"
 
 
 def stop_all(servers) -> None:
@@ -196,14 +199,84 @@ TLS_CASES = [
      dict(insecure_skip_verify=True, cert_file="client_cert", key_file="client_key"), 0),
     ("verification by address fails for a certificate for another name", "named",
      dict(ca_file="ca", cert_file="client_cert", key_file="client_key"), -1),
+    ("by address, the server name the certificate holds is verified instead", "named",
+     dict(ca_file="ca", cert_file="client_cert", key_file="client_key", server_name=SERVICE_NAME), 0),
+    ("a server name the certificate does not hold is refused", "named",
+     dict(ca_file="ca", cert_file="client_cert", key_file="client_key", server_name=OTHER_SERVICE_NAME), -1),
+    ("the server name still needs the certificate's CA", "named",
+     dict(ca_file="other_ca", cert_file="client_cert", key_file="client_key", server_name=SERVICE_NAME), -1),
 ]
 
 
 @pytest.mark.parametrize("server,options,sets", [c[1:] for c in TLS_CASES], ids=[c[0] for c in TLS_CASES])
 def test_connection_security(pki, tls_servers, server, options, sets):
+    options = dict(options)
+    server_name = options.pop("server_name", "")
     files = {k: (pki[v] if isinstance(v, str) else v) for k, v in options.items()}
     tls = ClientTLS.from_files(**files)
-    answer = ask_component_sets(Endpoint("member-a", tls_servers[server], tls=tls), QUERY, TRAIN_BIG.object_key, 3.0)
+    endpoint = Endpoint("member-a", tls_servers[server], tls=tls, server_name=server_name)
+    answer = ask_component_sets(endpoint, QUERY, TRAIN_BIG.object_key, 3.0)
     assert answer.value == sets, answer.reason
     if sets < 0:
         assert answer.reason
+
+
+# karmada-place through an address, the certificate naming the Service (a port-forward):
+# member-a's estimator answers 0 sets for train-big (two GPUs a node, a worker asks 3).
+SERVER_NAME_CASES = [
+    ("without a server name, hostname verification fails and the reason says what to give", [], -1,
+     "the server's certificate does not name 127.0.0.1 (hostname verification); give a name it holds with "
+     "--estimator-server-name"),
+    ("--estimator-server-name NAME for every member", [SERVICE_NAME], 0, "scheduler-estimator at 127.0.0.1:"),
+    ("--estimator-server-name MEMBER=NAME for one member", [f"member-a={SERVICE_NAME}"], 0,
+     "scheduler-estimator at 127.0.0.1:"),
+    ("a member's own name wins over the name for every member", [OTHER_SERVICE_NAME, f"member-a={SERVICE_NAME}"], 0,
+     "scheduler-estimator at 127.0.0.1:"),
+    ("a name the certificate does not hold is refused", [OTHER_SERVICE_NAME], -1,
+     f"the server's certificate does not name {OTHER_SERVICE_NAME} (hostname verification)"),
+]
+
+
+@pytest.mark.parametrize("names,accurate,reason", [c[1:] for c in SERVER_NAME_CASES],
+                         ids=[c[0] for c in SERVER_NAME_CASES])
+def test_karmada_place_verifies_the_server_name_given(capsys, pki, tls_servers, names, accurate, reason):
+    code = main(["--job", str(DEMO / "jobs" / "train-big.yaml"), "--member", f"member-a={DEMO / 'member-a.yaml'}",
+                 "--estimator", f"member-a={tls_servers['named']}", "--estimator-ca-file", pki["ca"],
+                 "--estimator-cert-file", pki["client_cert"], "--estimator-key-file", pki["client_key"],
+                 *[a for name in names for a in ("--estimator-server-name", name)], "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 3, 5), err
+    (member,) = json.loads(out)["members"]
+    assert member["estimates"]["accurate"] == accurate, member["estimateReasons"]["accurate"]
+    assert reason in member["estimateReasons"]["accurate"]
+
+
+SERVER_NAME_ERRORS = [
+    ("a member that does not exist", ["member-z=" + SERVICE_NAME], "no member member-z (members: member-a)"),
+    ("the same member twice", [f"member-a={SERVICE_NAME}", f"member-a={OTHER_SERVICE_NAME}"],
+     "--estimator-server-name: given twice for member-a"),
+    ("a name for every member twice", [SERVICE_NAME, OTHER_SERVICE_NAME],
+     "--estimator-server-name: given twice for every member"),
+    ("something that is no host name", ["member-a=not a name"], "'not a name' is not a host name"),
+]
+
+
+@pytest.mark.parametrize("names,words", [c[1:] for c in SERVER_NAME_ERRORS], ids=[c[0] for c in SERVER_NAME_ERRORS])
+def test_a_bad_server_name_is_bad_input(capsys, names, words):
+    code = main(["--job", str(DEMO / "jobs" / "train-big.yaml"), "--member", f"member-a={DEMO / 'member-a.yaml'}",
+                 *[a for name in names for a in ("--estimator-server-name", name)]])
+    assert code == 2 and words in capsys.readouterr().err
+
+
+SERVER_NAME_WARNINGS = [
+    ("in plaintext no name is verified", [], "dialled in plaintext, where no name is verified"),
+    ("skip-verify checks no name", ["--insecure-skip-estimator-verify"], "is not used with --insecure-skip"),
+]
+
+
+@pytest.mark.parametrize("flags,words", [c[1:] for c in SERVER_NAME_WARNINGS],
+                         ids=[c[0] for c in SERVER_NAME_WARNINGS])
+def test_a_server_name_that_cannot_be_used_is_warned_about(capsys, flags, words):
+    main(["--job", str(DEMO / "jobs" / "train-big.yaml"), "--member", f"member-a={DEMO / 'member-a.yaml'}",
+          "--estimator-server-name", SERVICE_NAME, *flags, "-o", "json"])
+    assert any(words in w for w in json.loads(capsys.readouterr().out)["warnings"])

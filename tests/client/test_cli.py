@@ -63,10 +63,13 @@ def test_no_member_fitting_exits_3(capsys):
     assert "no enough resource when selecting 1 clusters" in out
 
 
-def test_the_general_estimator_alone_picks_member_b_and_warns(capsys):
+def test_the_general_estimator_alone_counts_member_b_but_its_own_nodes_rule_it_out(capsys):
+    # Cluster totals: member-b 1 set, member-c 1 set; Karmada's order takes member-b by name,
+    # but member-b's snapshot shows no node with 3 GPUs for a worker: never recommended.
     code, out, _ = run(capsys, "--job", JOB_BIG, *SNAPSHOTS)
-    assert code == 0 and "selected: member-b" in out
-    assert "no policy given" in out and "those pods would stay Pending" in out
+    assert code == 0 and "selected: member-c" in out
+    assert "member-b  rejected: the member's nodes cannot hold one set (its snapshot)" in out
+    assert "no policy given" in out and "Karmada may place the job there and those pods would stay Pending" in out
 
 
 def write(tmp_path, name, content):
@@ -157,7 +160,8 @@ def test_unreachable_karmada_service_names_count_as_unknown(capsys):
     assert all(m["estimates"]["accurate"] == -1 for m in data["members"])
     assert "karmada-scheduler-estimator-member-a.karmada-system.svc:10352" in " ".join(
         r for m in data["members"] for r in m["reasons"])
-    assert code == 0 and data["selected"] == "member-c"  # the general answers stand
+    # The general answers alone would take member-c for a GPU job: not trusted (test_doubt.py).
+    assert code == 5 and data["selected"] is None and data["doubt"]["member"] == "member-c"
 
 
 def test_a_summary_written_by_summarize_gives_the_same_placement(capsys, tmp_path):

@@ -118,12 +118,14 @@ def by_name(result):
     return {m.name: m for m in result.members}
 
 
-def test_general_only_falls_into_the_trap_and_warns_about_it():
+def test_general_only_sees_the_trap_in_member_bs_nodes_and_warns_about_it():
     result = place()
     members = by_name(result)
-    assert result.selected == "member-b" and members["member-b"].sets == 1 and members["member-c"].sets == 1
+    assert members["member-b"].sets == 1 and members["member-c"].sets == 1
+    assert result.selected == "member-c" and members["member-b"].verdict == "rejected"  # its nodes rule it out
     assert any("member-b: the general estimator counts 1 set(s) from cluster totals, but no node has 3 free "
-               "nvidia.com/gpu for component worker; largest free on one node: 2" in w for w in result.warnings)
+               "nvidia.com/gpu for component worker; largest free on one node: 2; Karmada may place the job there"
+               in w for w in result.warnings)
 
 
 def test_accurate_answers_reject_member_b_with_the_per_node_reason():
