@@ -6,16 +6,22 @@
 Two parts, both on the public kernels (`kernels.first_fit_sets` + `kernels.set_bound`, as the
 node-resource plugin calls them in first-fit mode, and `kernels.best_sets`):
 
-1. Small members from several generators (below), each against the exhaustive optimum
-   (tests/support/naive.exhaustive; witnesses re-checked by tests/support/naive.verify, which shares no
-   code with the kernels). Per mode: how often the answer is the optimum, over-promises
+1. Members from several generators (below), each against its exact optimum: small members
+   by tests/support/naive.exhaustive; a job fenced by labels onto 1-8 nodes of a 500-2,000
+   node member by naive.exhaustive over the fenced nodes (the only ones its components may
+   use); 20-200-node members by benchmarks/optimum.py (exact, independent of the kernels,
+   tested equal to naive.exhaustive). Witnesses are re-checked by tests/support/naive.verify
+   on the whole member. Per mode: how often the answer is the optimum, over-promises
    (answer above the optimum, or a witness that fails: must be 0), answers below
-   first-fit (must be 0), how often the answer's own bound proves it optimal, and bounds
-   below the optimum (must be 0). Best runs with the default budget and without one.
+   first-fit (must be 0), how often the answer's own bound proves it optimal, bounds
+   below the optimum (must be 0), and the search's mean work (node visits after
+   first-fit). Best runs with the default budget and without one.
 2. "Where best matters": larger members (1,000 and 10,000 nodes) whose GPU pools come
    first in node order, with fragmented free GPUs of mixed sizes, few pod slots left on
    busy GPU nodes and a tainted pool, and jobs whose cpu-only launcher first-fit puts on
-   a GPU node. Per job: how often best beats first-fit and by how much, and kernel times.
+   a GPU node. Per job: how often best beats first-fit and by how much, and kernel times;
+   per size, the share of the unlimited search's gain (sets above first-fit) the default
+   budget finds.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.accuracy import random_member
+from benchmarks.optimum import optimum as exact_optimum
 from benchmarks.resultsmd import replace_section
 from estimator import kernels
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET
@@ -40,6 +47,8 @@ from tests.support import naive  # noqa: E402  (tests/support/naive.py: the inde
 
 REPO = Path(__file__).resolve().parents[1]
 UPPER = 2**31 - 1
+TARGET_NODES = 10_000  # the size where the default budget must find 90% of the unlimited search's gain
+GAIN_TARGET = 0.9
 SECTION = "## Packing quality"
 
 
@@ -142,21 +151,100 @@ def wider_members(rng):
     return available, requests, replicas, masks, UPPER
 
 
+def fenced_pool(rng):
+    """A job fenced by labels (a node selector on its pool) onto 1 to 8 GPU nodes of a member
+    of 500 to 2,000 nodes, the fence's nodes anywhere in node order; 1 to 4 components (a
+    cpu-only launcher first, most often), each confined to the fence and, where part of the
+    fence is tainted, to the part it tolerates. Every other node has room, cpu-only or GPUs
+    of another pool. The seventh element: the fence, the nodes any component may use."""
+    n = int(rng.integers(500, 2001))
+    p = int(rng.integers(1, 9))
+    c = int(rng.integers(1, 5))
+    available = np.zeros((n, 4), dtype=np.int64)
+    available[:, 0] = rng.integers(5, 111, size=n)
+    available[:, 1] = rng.integers(2, 65, size=n)
+    available[:, 2] = rng.integers(8, 257, size=n)
+    available[:, 3] = np.where(rng.random(n) < 0.3, rng.choice([1, 2, 4, 8], size=n), 0)
+    fence = np.sort(rng.choice(n, size=p, replace=False))
+    size = rng.choice([2, 4, 8], size=p)
+    free = np.array([int(rng.integers(0, s + 1)) for s in size])
+    available[fence, 0] = free + rng.integers(0, 2, size=p)
+    available[fence, 1] = free * rng.integers(2, 9, size=p) + rng.integers(0, 5, size=p)
+    available[fence, 2] = free * rng.integers(16, 65, size=p) + rng.integers(0, 65, size=p)
+    available[fence, 3] = free
+    requests = np.zeros((c, 4), dtype=np.int64)
+    requests[:, 0] = 1
+    requests[:, 1] = rng.integers(1, 9, size=c)
+    requests[:, 2] = rng.integers(2, 65, size=c)
+    requests[:, 3] = rng.choice([1, 2, 4], size=c)
+    replicas = rng.integers(1, 5, size=c).astype(np.int64)
+    if c > 1 and rng.random() < 0.7:  # a launcher
+        requests[0, 1:] = [rng.integers(1, 3), rng.integers(2, 9), 0]
+        replicas[0] = 1
+    tainted = rng.random(p) < 0.3
+    masks = np.zeros((c, n), dtype=np.bool_)
+    for k in range(c):
+        masks[k, fence] = ~tainted | (rng.random() < 0.5)
+    return available, requests, replicas, masks, UPPER, fence
+
+
+def gpu_pools(rng):
+    """Members of 20 to 200 nodes: GPU nodes of 2 to 4 sizes (1, 2, 4, 8 GPUs, partly used,
+    pod slots about what their free GPUs need) among cpu-only nodes, the GPU pools first in
+    node order in half of them; the pools of one or two GPU sizes tainted. Jobs of 1 to 3
+    components (a cpu-only launcher first, most often), each tolerating the taint or not."""
+    n = int(rng.integers(20, 201))
+    sizes = np.sort(rng.choice([1, 2, 4, 8], size=int(rng.integers(2, 5)), replace=False))
+    gpu_node = rng.random(n) >= rng.uniform(0.1, 0.4)
+    size = np.where(gpu_node, rng.choice(sizes, size=n), 0)
+    free = np.array([int(rng.integers(0, s + 1)) for s in size])
+    available = np.zeros((n, 4), dtype=np.int64)
+    available[:, 0] = np.where(gpu_node, free + (rng.random(n) < 0.3), rng.integers(10, 111, size=n))
+    available[:, 1] = np.where(gpu_node, free * rng.choice([4, 8], size=n) + rng.integers(0, 4, size=n),
+                               rng.integers(4, 65, size=n))
+    available[:, 2] = np.where(gpu_node, free * 32 + rng.integers(0, 64, size=n), rng.integers(16, 257, size=n))
+    available[:, 3] = free
+    if rng.random() < 0.5:  # GPU pools first in node order, as their names often sort
+        order = np.argsort(~gpu_node, kind="stable")
+        gpu_node, size, available = gpu_node[order], size[order], available[order]
+    tainted_sizes = rng.choice(sizes, size=int(rng.integers(1, min(2, len(sizes)) + 1)), replace=False)
+    tainted = gpu_node & np.isin(size, tainted_sizes)
+    c = int(rng.integers(1, 4))
+    requests = np.zeros((c, 4), dtype=np.int64)
+    requests[:, 0] = 1
+    gpus = rng.choice([g for g in (1, 2, 4, 8) if g <= sizes.max()], size=c)
+    launcher = c > 1 and rng.random() < 0.7
+    if launcher:
+        gpus[0] = 0
+    requests[:, 3] = gpus
+    requests[:, 1] = np.maximum(1, gpus * rng.integers(2, 5, size=c))
+    requests[:, 2] = np.maximum(2, gpus * rng.integers(8, 33, size=c))
+    replicas = rng.integers(1, 9, size=c).astype(np.int64)
+    if launcher:
+        replicas[0] = 1
+    masks = np.ones((c, n), dtype=np.bool_)
+    masks[rng.random(c) >= 0.4] &= ~tainted
+    return available, requests, replicas, masks, UPPER
+
+
+# name -> (generator, how its optimum is found): "exhaustive" (naive.exhaustive), "fenced"
+# (naive.exhaustive over the nodes the generator's seventh element names), "frontier"
+# (benchmarks/optimum.py).
 GENERATORS = {
-    "random (accuracy.py)": lambda rng: (*random_member(rng), UPPER),
-    "fragmented GPUs": fragmented_gpus,
-    "tainted pools": tainted_pools,
-    "quota-capped": quota_capped,
-    "four components": many_components,
-    "wider (6-8 nodes, 2-5 components)": wider_members,
+    "random (accuracy.py)": (lambda rng: (*random_member(rng), UPPER), "exhaustive"),
+    "fragmented GPUs": (fragmented_gpus, "exhaustive"),
+    "tainted pools": (tainted_pools, "exhaustive"),
+    "quota-capped": (quota_capped, "exhaustive"),
+    "four components": (many_components, "exhaustive"),
+    "wider (6-8 nodes, 2-5 components)": (wider_members, "exhaustive"),
+    "fenced pool (1-8 of 500-2,000 nodes, 1-4 components)": (fenced_pool, "fenced"),
+    "GPU pools (20-200 nodes, 2-4 GPU sizes, tainted)": (gpu_pools, "frontier"),
 }
 MODES = {"first-fit": "ff", "best (budget 1)": DEFAULT_BEST_BUDGET, "best (no limit)": None}
 
 
 def first_fit_with_bound(available, requests, replicas, masks, upper) -> kernels.Packing:
-    packing = kernels.first_fit_sets(available.copy(), requests, replicas, masks, upper)
-    bound = kernels.set_bound(available, requests, replicas, masks, upper, reach=packing.sets, first=packing.limiting)
-    return packing._replace(bound=bound)
+    return kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper)
 
 
 def answer(mode, available, requests, replicas, masks, upper) -> kernels.Packing:
@@ -165,21 +253,38 @@ def answer(mode, available, requests, replicas, masks, upper) -> kernels.Packing
     return kernels.best_sets(available, requests, replicas, masks, upper, budget=mode)
 
 
-def small_members(count: int, seed: int) -> dict:
+def _optimum(how: str, member, answers: list) -> int:
+    """The member's exact optimum (see GENERATORS); `answers`: (sets, placement) of the modes."""
+    available, requests, replicas, masks, upper = member[:5]
+    if how == "exhaustive":
+        return naive.exhaustive(available, requests, replicas, masks, upper)[0]
+    if how == "fenced":
+        fence = member[5]
+        assert not masks[:, np.setdiff1d(np.arange(masks.shape[1]), fence)].any()  # nothing runs outside
+        return naive.exhaustive(available[fence], requests, replicas, masks[:, fence], upper)[0]
+    # A placement naive.verify accepts is a lower bound the climb may start from.
+    lower = max([naive.first_fit(available, requests, replicas, masks, upper)[0]]
+                + [sets for sets, placement in answers
+                   if naive.verify(available, requests, replicas, masks, sets, placement)])
+    return exact_optimum(available, requests, replicas, masks, upper, lower)
+
+
+def small_members(count: int, seed: int, generators: dict | None = None) -> dict:
     out = {}
-    for g, (name, generate) in enumerate(GENERATORS.items()):
+    for g, (name, (generate, how)) in enumerate((generators or GENERATORS).items()):
         rng = np.random.default_rng(seed * 1000 + g)
-        stats = {label: {"optimal": 0, "over_promises": 0, "below_first_fit": 0, "proven": 0, "bound_below_optimum": 0}
-                 for label in MODES}
+        stats = {label: {"optimal": 0, "over_promises": 0, "below_first_fit": 0, "proven": 0, "bound_below_optimum": 0,
+                         "search_work": 0} for label in MODES}
         above = 0
         for _ in range(count):
-            available, requests, replicas, masks, upper = generate(rng)
-            optimum = naive.exhaustive(available, requests, replicas, masks, upper)[0]
-            karmada = naive.first_fit(available, requests, replicas, masks, upper)[0]
-            answers = {}
-            for label, mode in MODES.items():
-                p = answer(mode, available, requests, replicas, masks, upper)
-                answers[label] = p.sets
+            member = generate(rng)
+            available, requests, replicas, masks, upper = member[:5]
+            answers = {label: answer(mode, available, requests, replicas, masks, upper) for label, mode in MODES.items()}
+            optimum = _optimum(how, member, [(p.sets, p.placement) for p in answers.values()])
+            fence = member[5] if how == "fenced" else slice(None)
+            karmada = naive.first_fit(available[fence], requests, replicas, masks[:, fence], upper)[0]
+            first_fit_work = answers["first-fit"].work
+            for label, p in answers.items():
                 s = stats[label]
                 s["optimal"] += p.sets == optimum
                 s["over_promises"] += p.sets > optimum or not naive.verify(
@@ -187,10 +292,12 @@ def small_members(count: int, seed: int) -> dict:
                 s["below_first_fit"] += p.sets < karmada
                 s["proven"] += p.sets >= p.bound
                 s["bound_below_optimum"] += p.bound < optimum
-            above += answers["best (budget 1)"] > answers["first-fit"]
-        for s in stats.values():
+                s["search_work"] += max(p.work - first_fit_work, 0) if label != "first-fit" else 0
+            above += answers["best (budget 1)"].sets > answers["first-fit"].sets
+        for label, s in stats.items():
             s["optimal_rate"] = s["optimal"] / count
             s["proven_rate"] = s["proven"] / count
+            s["mean_search_work"] = s.pop("search_work") / count if label != "first-fit" else None
         out[name] = {"members": count, "modes": stats, "best_above_first_fit": above}
     return out
 
@@ -271,10 +378,14 @@ def where_best_matters(sizes, seeds: int, repeat: int) -> dict:
                     "best_no_limit_ms": _kernel_ms(lambda: kernels.best_sets(available, requests, replicas, masks,
                                                                              UPPER, budget=None), repeat),
                 })
+            found = sum(r["best"] - r["first_fit"] for r in rows_out)
+            possible = sum(r["best_no_limit"] - r["first_fit"] for r in rows_out)
             gain = [(r["best"] - r["first_fit"]) / max(r["first_fit"], 1) for r in rows_out]
             gain_full = [(r["best_no_limit"] - r["first_fit"]) / max(r["first_fit"], 1) for r in rows_out]
             per_size[n_nodes] = {
                 "members": seeds,
+                "gain_sets": found,
+                "gain_sets_no_limit": possible,
                 "best_above_first_fit": sum(r["best"] > r["first_fit"] for r in rows_out),
                 "best_no_limit_above_first_fit": sum(r["best_no_limit"] > r["first_fit"] for r in rows_out),
                 "median_gain": float(np.median(gain)),
@@ -291,6 +402,20 @@ def where_best_matters(sizes, seeds: int, repeat: int) -> dict:
     return out
 
 
+def gain_share(matters: dict) -> dict[int, dict]:
+    """Per size: the sets above first-fit the default budget finds, over every job and
+    member, as a share of what the unlimited search finds (1.0 where neither finds any)."""
+    out: dict[int, dict] = {}
+    for sizes in matters.values():
+        for n, s in sizes.items():
+            t = out.setdefault(int(n), {"gain_sets": 0, "gain_sets_no_limit": 0})
+            t["gain_sets"] += s["gain_sets"]
+            t["gain_sets_no_limit"] += s["gain_sets_no_limit"]
+    for t in out.values():
+        t["share"] = t["gain_sets"] / t["gain_sets_no_limit"] if t["gain_sets_no_limit"] else 1.0
+    return out
+
+
 # --- RESULTS.md ------------------------------------------------------------------------------------
 
 
@@ -303,20 +428,25 @@ def section_text(r: dict) -> str:
         f"**Machine:** {m['nproc']} cores, Python {m['python']}; 1-minute load average {m['load_avg_1m']} at the "
         "start (shared machine: times are noisy and biased upwards; the counts are exact).",
         "",
-        "**Small members, several generators**, each answer against the exhaustive optimum "
-        f"({r['small_members_per_generator']} members per generator). *optimal*: answer = optimum; *proven*: the "
-        "answer's own upper bound equals it; *over-promises* (answer above the optimum or a witness that fails "
-        "tests/support/naive.verify), *below first-fit* and *bound below optimum* must all be 0. *budget 1*: the "
-        "search after first-fit may do first-fit's own work again (at least a small floor), counted in node visits, "
-        "so every answer here is the same on every run.",
+        "**Members from several generators**, each answer against the exact optimum "
+        f"({r['small_members_per_generator']} members per generator): tests/support/naive.exhaustive, over the "
+        "fence's nodes for a fenced pool, and benchmarks/optimum.py for the 20-200-node members. *optimal*: answer = "
+        "optimum; *proven*: the answer's own upper bound equals it; *over-promises* (answer above the optimum or a "
+        "witness that fails tests/support/naive.verify on the whole member), *below first-fit* and *bound below "
+        "optimum* must all be 0. *budget 1*: the search after first-fit may do first-fit's own work again over the "
+        "eligible pool (at least a floor of 20,000 node visits), more where the bound leaves room (`best.room_factor`), "
+        "counted in node visits, so every answer here is the same on every run. *mean search work*: node visits "
+        "after first-fit's own, per member.",
         "",
-        "| generator | mode | optimal | proven by its bound | over-promises | below first-fit | bound below optimum |",
-        "|---|---|---|---|---|---|---|",
+        "| generator | mode | optimal | proven by its bound | over-promises | below first-fit | bound below optimum "
+        "| mean search work (node visits) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, g in r["small"].items():
         for label, s in g["modes"].items():
+            work = "–" if s.get("mean_search_work") is None else f"{s['mean_search_work']:,.0f}"
             lines.append(f"| {name} | {label} | {s['optimal_rate']:.2%} | {s['proven_rate']:.2%} | "
-                         f"{s['over_promises']} | {s['below_first_fit']} | {s['bound_below_optimum']} |")
+                         f"{s['over_promises']} | {s['below_first_fit']} | {s['bound_below_optimum']} | {work} |")
     lines += [
         "",
         "**Where best matters**: members whose GPU pools come first in node order (60% GPU nodes of 4 and 8 GPUs, "
@@ -338,6 +468,11 @@ def section_text(r: dict) -> str:
                 f"{s['median_gain_no_limit']:.1%} | {s['proven_first_fit']}/{s['members']} | "
                 f"{s['proven_best_no_limit']}/{s['members']} | {s['ff_ms_p50']:.3f} | {s['best_ms_p50']:.3f} | "
                 f"{s['best_no_limit_ms_p50']:.3f} |")
+    shares = gain_share(r["matters"])
+    lines += ["", "**Gain found at the default budget**: sets above first-fit that best (budget 1) finds, over every "
+              "job and seed, as a share of what the unlimited search finds: " + "; ".join(
+                  f"{n:,} nodes {t['share']:.0%} ({t['gain_sets']:,} of {t['gain_sets_no_limit']:,} sets)"
+                  for n, t in sorted(shares.items())) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -368,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         "small": small_members(members, args.seed),
         "matters": where_best_matters(sizes, seeds, repeat=3 if args.quick else 7),
     }
+    result["gain_share"] = gain_share(result["matters"])
     print(json.dumps({k: v for k, v in result.items() if k != "matters"} | {
         "matters": {job: {n: {k: v for k, v in s.items() if k != "rows"} for n, s in sizes.items()}
                     for job, sizes in result["matters"].items()}}, indent=1))

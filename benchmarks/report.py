@@ -21,7 +21,7 @@ from benchmarks.report_targets import (
     TARGET_NODES, find_record, find_size, fmt_ms, fmt_n, fmt_s, fmt_x, md_table, naive_cell, python_cell,
     ratio_cell, ready_explanation, rpc_explanation, targets,
 )
-from benchmarks.run_server import VARIANTS_PER_CALLER
+from benchmarks.run_server import NEW_SHAPES_PER_RUN, VARIANTS_PER_CALLER
 from benchmarks.resultsmd import PERCENTILE_METHOD, split_top, splice_section
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,14 +95,16 @@ def _section(result: dict, plot_prefix: str) -> str:
                 "–" if r.get("rps") is None else f"{r['rps']:,.0f}",
                 fmt_ms(r.get("rpc_repeat_ms_p50")), ratio_cell(r.get("rpc_repeat_floor_ratio")),
                 "–" if r.get("rps_repeat") is None else f"{r['rps_repeat']:,.0f}",
+                fmt_ms(r.get("rpc_new_ms_p50")), ratio_cell(r.get("rpc_new_floor_ratio")),
                 fmt_ms(r.get("rss_mb"), 0), fmt_s(r.get("ready_warm_s")), fmt_s(r.get("ready_cold_s")),
             ])
     out.append(md_table(["nodes", "pods", "mode", "sets", "kernel p50 ms", "kernel p99 ms", "plugin path p50 ms",
                        "naive rescan ms", "speedup", "plain-Python rescan ms", "RPC p50 ms, new answer (1 caller)",
                        "RPC p99 ms, new answer (1 caller)", "new answer p50 / empty RPC",
                        "estimates/s, new answers (16 callers)", "RPC p50 ms, repeated request (memo hit)",
-                       "repeat p50 / empty RPC", "estimates/s, repeats (16 callers)", "server RSS MB", "ready (warm)",
-                       "ready (cold)"], rows) + "\n")
+                       "repeat p50 / empty RPC", "estimates/s, repeats (16 callers)",
+                       "RPC p50 ms, new job (a shape not seen before)", "new job p50 / empty RPC", "server RSS MB",
+                       "ready (warm)", "ready (cold)"], rows) + "\n")
 
     # Accuracy.
     acc = result["accuracy"]
@@ -147,13 +149,18 @@ def _section(result: dict, plot_prefix: str) -> str:
                      " / ".join(f"{fmt_ms(rpc[c]['p50_ms'])}, {fmt_ms(rpc[c]['p99_ms'])}" for c in rpc) or "–",
                      " / ".join(f"{rpc[c]['rps']:,.0f}" for c in rpc) or "–",
                      " / ".join(f"{fmt_ms(rep[c]['p50_ms'])}, {fmt_ms(rep[c]['p99_ms'])}" for c in rep) or "–",
-                     " / ".join(f"{rep[c]['rps']:,.0f}" for c in rep) or "–"])
+                     " / ".join(f"{rep[c]['rps']:,.0f}" for c in rep) or "–",
+                     fmt_ms(r.get("plugin_new_ms_p50")),
+                     "–" if r.get("rpc_new_ms_p50") is None else
+                     f"{fmt_ms(r['rpc_new_ms_p50'])}, {fmt_ms(r['rpc_new_ms_p99'])} "
+                     f"({ratio_cell(r.get('rpc_new_floor_ratio'))})"])
     conc = next((list((r.get("rpc") or {}).keys()) for r in result["records"] if r.get("rpc")), [])
     out.append(md_table(["shape", "nodes", "mode", "sets", "kernel p50", "kernel p99", "plugin p50", "naive ms",
                        "speedup", "plain-Python ms", f"new answer RPC p50, p99 ms ({' / '.join(conc)} callers)",
                        f"new answers/s ({' / '.join(conc)} callers)",
                        f"repeated request RPC p50, p99 ms ({' / '.join(conc)} callers)",
-                       f"repeats/s ({' / '.join(conc)} callers)"], rows) + "\n")
+                       f"repeats/s ({' / '.join(conc)} callers)", "plugin p50, new job",
+                       "new-job RPC p50, p99 ms (/ empty RPC), 1 caller"], rows) + "\n")
     out.append("Shapes: " + "; ".join(f"**{k}**: {v}" for k, v in result["shapes"].items()) + ".\n")
 
     # Start-up and memory.
@@ -283,7 +290,11 @@ def _section(result: dict, plot_prefix: str) -> str:
   get the same answer), more than the answers the memo keeps, so every call runs the plugins
   (the request conversion memo still hits, as for a scheduler re-asking its shapes, and so does what the
   snapshot keeps per request shape, such as upper bounds: the first request after a watch event costs
-  more, and is not measured here). The RPC figures the targets judge are the new-answer ones; *empty RPC*
+  more: that is the *new job* run). *New job*: one caller sends each of up to {NEW_SHAPES_PER_RUN:,} requests
+  once, request i asking for i more bytes of memory in every component, so every timed call is a shape the
+  server has never answered (conversion, plan, masks aside, bound and answer all computed afresh), as a
+  stream of distinct jobs would be; the in-process *plugin p50, new job* does the same on the model side.
+  The RPC figures the targets judge are the new-answer and new-job ones; *empty RPC*
   is the health Check from the same client, sent before each of the one-caller run's calls
   and timed apart (p50 over p50), so both meet the same machine call by call. *Cold* start uses an empty
   `NUMBA_CACHE_DIR`, *warm* the repository's `.numba_cache`. RSS from `/proc/PID/status` after the RPC runs.
@@ -322,7 +333,8 @@ def summary_table(result: dict) -> str:
     """The key rows, as the run prints them (plain text)."""
     shape = result["target_shape"]
     head = (f"{'nodes':>7} {'mode':>9} {'sets':>7} {'k.p50':>8} {'k.p99':>8} {'naive ms':>10} {'speedup':>9} "
-            f"{'new.p50':>8} {'new.p99':>8} {'rps@16':>7} {'rep.p50':>8} {'new/emp':>7} {'rep/emp':>7} {'rssMB':>6} {'warm':>6} {'cold':>6}")
+            f"{'new.p50':>8} {'new.p99':>8} {'rps@16':>7} {'rep.p50':>8} {'new/emp':>7} {'rep/emp':>7} {'job/emp':>7} "
+            f"{'rssMB':>6} {'warm':>6} {'cold':>6}")
     lines = [f"{shape}:", head]
     for r in sorted((r for r in result["records"] if r["shape"] == shape), key=lambda r: (r["nodes"], r["mode"])):
         def f(v, fmt):
@@ -333,7 +345,7 @@ def summary_table(result: dict) -> str:
                      f"{f(r.get('rpc_ms_p50'), '.3f'):>8} {f(r.get('rpc_ms_p99'), '.3f'):>8} "
                      f"{f(r.get('rps'), '.0f'):>7} {f(r.get('rpc_repeat_ms_p50'), '.3f'):>8} "
                      f"{f(r.get('rpc_floor_ratio'), '.2f'):>7} {f(r.get('rpc_repeat_floor_ratio'), '.2f'):>7} "
-                     f"{f(r.get('rss_mb'), '.0f'):>6} "
+                     f"{f(r.get('rpc_new_floor_ratio'), '.2f'):>7} {f(r.get('rss_mb'), '.0f'):>6} "
                      f"{f(r.get('ready_warm_s'), '.2f'):>6} {f(r.get('ready_cold_s'), '.2f'):>6}")
     acc = result["accuracy"]
     lines.append(f"accuracy ({acc['members']} members): " + "; ".join(

@@ -11,6 +11,10 @@ its own slice of len(request_hexes) // concurrency variants, so no caller repeat
 before it has sent more others than the server's answer memo holds (the harness sizes the
 list); every variant must get the same answer, else the run counts a mismatch.
 
+A run with `distinct` (and `request_hex`, the plain request it warms up on) sends each of
+its `request_hexes` once, never repeated and never before it is timed, and stops when they
+run out: every timed call is a request shape the server has not seen (a new job).
+
 A `floor` entry runs the standard health Check the same way: the gRPC round trip with no
 estimator work, so RPC latency minus floor is what the estimator itself adds. A one-caller
 run with `paired_floor` also sends a health Check before each of its calls and times it
@@ -46,17 +50,20 @@ METADATA = (("object", "kind=PyTorchJob, name=ml-team/bench"),)
 
 def _run(channel: grpc.Channel, run: dict) -> dict:
     requests = [bytes.fromhex(h) for h in run.get("request_hexes") or [run["request_hex"]]]
+    distinct = bool(run.get("distinct"))
     method = run.get("method", METHOD)
     call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
     concurrency = int(run["concurrency"])
+    warm = bytes.fromhex(run["request_hex"]) if distinct else requests[0]
     for _ in range(int(run.get("warmup_calls", 20))):
-        answer = call(requests[0], metadata=METADATA, timeout=30)
+        answer = call(warm, metadata=METADATA, timeout=30)
     reply = None
     mismatches = 0
     if method == METHOD:
         reply = estimator_pb2.MaxAvailableComponentSetsResponse.FromString(answer)
         # The variants stand for the same job: a different answer would make the timing meaningless.
-        for request in requests[1:]:
+        # Distinct shapes are never sent before they are timed.
+        for request in ([] if distinct else requests[1:]):
             other = estimator_pb2.MaxAvailableComponentSetsResponse.FromString(
                 call(request, metadata=METADATA, timeout=30))
             mismatches += other.maxSets != reply.maxSets
@@ -78,6 +85,8 @@ def _run(channel: grpc.Channel, run: dict) -> dict:
         start_gate.wait()
         clock = time.perf_counter
         while len(mine) < per_thread:
+            if distinct and k >= len(own):
+                break  # every distinct shape sent once
             request = own[k % len(own)]
             k += 1
             if paired:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import accuracy, members, naive_rescan, report
+from benchmarks import accuracy, members, naive_rescan, quality, report
 from benchmarks.progress import bar
 from benchmarks.run_measure import MODES, calibrate_naive, measure_case, profile_load, profile_target
 from benchmarks.run_measure import plugin_arrays  # noqa: F401  still imported from here by kernel_shapes
@@ -49,7 +49,7 @@ RESULTS = REPO / "benchmarks" / "results"
 SCHEMA_VERSION = 1
 RECORD_FIELDS = ("nodes", "pods", "shape", "mode", "kernel_ms_p50", "kernel_ms_p99", "naive_ms", "speedup",
                  "rpc_ms_p50", "rpc_ms_p99", "rps", "rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat",
-                 "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rss_mb")
+                 "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rpc_new_ms_p50", "rpc_new_floor_ratio", "rss_mb")
 
 
 # --- settings -----------------------------------------------------------------------------
@@ -155,6 +155,16 @@ def environment(argv) -> dict:
     }
 
 
+def measure_best_gain(nodes: int, seeds: int) -> dict:
+    """The share of the unlimited search's gain (sets above first-fit) best mode's default
+    budget finds on benchmarks.quality's GPU-first members of `nodes` nodes, every job."""
+    matters = quality.where_best_matters([nodes], seeds, repeat=1)
+    share = quality.gain_share(matters)[nodes]
+    return {"nodes": nodes, "seeds": seeds, "jobs": len(matters), **share,
+            "per_job": {job: {k: sizes[nodes][k] for k in ("gain_sets", "gain_sets_no_limit", "members")}
+                        for job, sizes in matters.items()}}
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -242,6 +252,13 @@ def main(argv=None) -> int:
                         record[f"rpc{suffix}_ms_p50"], record[f"rpc{suffix}_ms_p99"] = one["p50_ms"], one["p99_ms"]
                         record["rps" + suffix] = most["rps"]
                         record["rpc_answer" + suffix] = one["max_sets"]
+                    # rpc_new*: a new job, every timed call a shape the server has not seen.
+                    new = results.get(f"{record['shape']}/1/new-shape")
+                    if new:
+                        record["rpc_new"] = new
+                        record["rpc_new_ms_p50"], record["rpc_new_ms_p99"] = new["p50_ms"], new["p99_ms"]
+                        if new.get("floor_p50_ms"):
+                            record["rpc_new_floor_ratio"] = new["p50_ms"] / new["floor_p50_ms"]
                     record["rpc_variant_mismatches"] = sum(r["variant_mismatches"] for r in record["rpc"].values())
                     # Each one-caller run's own health Checks, sent between its calls.
                     for suffix in ("", "_repeat"):
@@ -287,7 +304,8 @@ def main(argv=None) -> int:
                 progress.update(1)
         for record in size_records:
             for key in ("rpc_ms_p50", "rpc_ms_p99", "rps", "rpc_repeat_ms_p50", "rpc_repeat_ms_p99", "rps_repeat",
-                        "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rss_mb"):
+                        "rpc_floor_ratio", "rpc_repeat_floor_ratio", "rpc_new_ms_p50", "rpc_new_ms_p99",
+                        "rpc_new_floor_ratio", "rss_mb"):
                 record.setdefault(key, None)
             record["ready_cold_s"] = (size.get("servers", {}).get("cold") or {}).get("ready_s")
         records.extend(size_records)
@@ -297,6 +315,7 @@ def main(argv=None) -> int:
     acc_bar = bar(args.accuracy, "accuracy", show)
     acc = accuracy.run(args.accuracy, progress=lambda i: acc_bar.update(1))
     acc_bar.close()
+    best_gain = measure_best_gain(300 if args.quick else quality.TARGET_NODES, 2 if args.quick else 10)
 
     env["loadavg_end"] = list(os.getloadavg())
     env["wall_s"] = time.perf_counter() - wall_started
@@ -311,6 +330,7 @@ def main(argv=None) -> int:
         "sizes": sizes,
         "records": records,
         "accuracy": acc,
+        "best_gain": best_gain,
         "profiles": profiles,
         "failed_checks": [
             f"{r['nodes']}/{r['shape']}/{r['mode']}: {name}"

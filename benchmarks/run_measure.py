@@ -142,8 +142,13 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
         variants, turn = memo_variants(query), itertools.count()
         plugin = time_calls(lambda _: estimator.max_available_component_sets(variants[next(turn) % len(variants)]),
                             args.kernel_seconds / 2)
+        # A new job: every call a shape this estimator has not seen (nothing kept for it).
+        fresh = itertools.count(1)
+        plugin_new = time_calls(lambda q: estimator.max_available_component_sets(q), args.kernel_seconds / 2,
+                                prepare=lambda: new_shape(query, next(fresh)))
         p50, p99 = _stats_ms(samples)
         plugin_p50, plugin_p99 = _stats_ms(plugin)
+        plugin_new_p50, _ = _stats_ms(plugin_new)
         naive_ms = naive.seconds * 1e3
         records.append({
             "nodes": snapshot.num_nodes,
@@ -156,6 +161,7 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
             "kernel_samples": len(samples),
             "plugin_ms_p50": plugin_p50,
             "plugin_ms_p99": plugin_p99,
+            "plugin_new_ms_p50": plugin_new_p50,
             "naive_ms": naive_ms,
             "naive_sets": naive.sets,
             "naive_complete": naive.complete,
@@ -181,6 +187,17 @@ def _short_paths(line: str) -> str:
 
 
 # --- profile of the target case -------------------------------------------------------------
+
+
+def new_shape(query, i: int):
+    """`query` asking for i more bytes of memory in every component (as
+    run_server.new_shape_variants, on the model side): a shape not seen before."""
+    from dataclasses import replace
+
+    return replace(query, components=tuple(
+        replace(c, shape=replace(c.shape, requests=tuple((name, amount + i if name == "memory" else amount)
+                                                         for name, amount in c.shape.requests)))
+        for c in query.components))
 
 
 def memo_variants(query) -> list:

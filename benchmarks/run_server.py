@@ -154,6 +154,25 @@ def new_answer_variants(base, concurrency: int) -> list[str]:
     return out
 
 
+# A new-job run sends each of these once, never repeated: more than a one-caller run of a few
+# seconds makes at about 1 ms a call (the run stops early if it runs out).
+NEW_SHAPES_PER_RUN = 6000
+
+
+def new_shape_variants(member: str, query, count: int = NEW_SHAPES_PER_RUN) -> list[str]:
+    """Requests for the job as a stream of distinct jobs would send them: request i asks
+    for i more bytes of memory in every component (run_measure.new_shape), so no two share
+    a shape and none was answered before (the conversion, plan, bound and answer memos all
+    miss). The answers may differ from the base request's in principle; the bytes added
+    are too few to change them on the benchmark members, and the client does not compare
+    them."""
+    from benchmarks.run_measure import new_shape
+    from scheduler_client.wire import component_sets_request
+
+    return [component_sets_request(member, new_shape(query, i)).SerializeToString().hex()
+            for i in range(1, count + 1)]
+
+
 def rpc_runs(server: Server, member: str, shapes, args) -> dict:
     """One client process, every shape x concurrency, plus the health-check floor."""
     from estimator.pb import estimator_pb2  # noqa: F401  (loaded for wire below)
@@ -171,6 +190,12 @@ def rpc_runs(server: Server, member: str, shapes, args) -> dict:
             # New answer: what a changing cluster costs (every watch event starts a new memo).
             runs.append({"key": f"{shape}/{c}", "request_hexes": new_answer_variants(base, c),
                          "concurrency": c, "seconds": args.rpc_seconds, "warmup_calls": 20, "paired_floor": c == 1})
+        # New job: every timed call a request shape the server has never seen, one caller,
+        # paired with the empty RPC call by call (warmed up on the plain request).
+        runs.append({"key": f"{shape}/1/new-shape", "request_hex": request,
+                     "request_hexes": new_shape_variants(member, SHAPES[shape][1]),
+                     "distinct": True, "concurrency": 1, "seconds": args.rpc_seconds, "warmup_calls": 20,
+                     "paired_floor": True})
     plan = {"address": server.address, "runs": runs,
             "floor": {"request_hex": health_pb2.HealthCheckRequest().SerializeToString().hex(),
                       "seconds": args.rpc_seconds}}

@@ -31,7 +31,8 @@ class Packing(NamedTuple):
     answer is proven optimal when sets == bound. `limiting`: the component that could not
     complete the next set (-1: none, or not known); its fits give the first bound to try.
     `work`: what computing it cost, in node visits (deterministic; best mode's budget is
-    counted in it; 0: not counted).
+    counted in it; 0: not counted). `pool`: the nodes where some component fits a replica
+    (best mode's eligible pool; -1: not counted).
     """
 
     sets: int
@@ -39,6 +40,7 @@ class Packing(NamedTuple):
     bound: int = -1
     limiting: int = -1
     work: int = 0
+    pool: int = -1
 
 
 class Problem(NamedTuple):
@@ -94,8 +96,19 @@ def check_upper(upper: object) -> int:
     return value
 
 
+# Up to this many values, a request's rows and replicas are checked as a Python list: a
+# numpy reduction costs a few microseconds whatever the size, per request.
+_SMALL_ARRAY = 64
+
+
 def _no_negatives(name: str, array: np.ndarray) -> None:
-    if array.size and array.min() < 0:
+    if not array.size:
+        return
+    if array.size <= _SMALL_ARRAY and array.dtype.kind in "iu":
+        negative = min(array.ravel().tolist()) < 0
+    else:
+        negative = array.min() < 0
+    if negative:
         raise ValueError(f"{name} must not be negative")
 
 
@@ -180,7 +193,7 @@ def vouch(name: str, array: np.ndarray, role: str) -> np.ndarray:
         if role == REQUEST_ROWS:
             if array.ndim != 2:
                 raise ValueError(f"{name} must be a 2-D integer array, got shape {array.shape}")
-            if array.size and not np.all(array[:, 0] == 1):
+            if array.size and not all(x == 1 for x in array[:, 0].tolist()):
                 raise ValueError("every request row must ask for exactly 1 pod in column 0")
     else:
         raise ValueError(f"unknown role {role!r}")

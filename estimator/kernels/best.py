@@ -4,43 +4,57 @@ Steps, cheapest first. Every candidate placement is checked by `witness._verify`
 it counts, so every answer comes with a witness, and none is above a proven bound.
 
 1. Karmada's first-fit on a copy: the baseline.
-2. An upper bound U, cheapest first: the component that stopped first-fit, alone (sum of
-   its fits / replicas); then fit._bounds, one pass over the nodes: per component, sum of its fits
-   / replicas; per column, sum over nodes of min(available, sum of fit x request) / what
-   a set needs; replica slots per node / replicas per set). The baseline is proven
-   optimal as soon as it reaches U (or `upper`): most requests end here.
-3. Candidate orders, built once per call by counting sorts over the nodes where each
+2. An upper bound U, the staged bound of `fit.set_bound` (both modes give the same): the
+   component that stopped first-fit, alone (sum of its fits / replicas); then one pass of
+   compares finding the *eligible pool*, the nodes where some component fits a replica,
+   with each column's total over it / what a set needs; then, where the pool is small
+   enough for it to be cheap, fit._bounds over the pool (per component, sum of its fits /
+   replicas; per column, sum over nodes of min(available, sum of fit x request) / what a
+   set needs; replica slots per node / replicas per set). The baseline is proven optimal
+   as soon as it reaches U (or `upper`): most requests end here, and every later step
+   stops as soon as a witness reaches U.
+3. The search runs on the eligible pool alone (the arrays compacted to its nodes; the
+   witness is placed back on the member's nodes, zero elsewhere): a job whose node
+   selector picks five nodes of a thousand is searched, priced and classified (step 7)
+   as the five-node problem it is.
+4. Candidate orders, built once per call by counting sorts over the nodes where each
    component fits a replica:
    - component orders: as given; reversed; most constrained first (fewest sets it could
      reach alone, sum of fits / replicas); fewest usable nodes first;
    - node orders: least contended first (nodes fewer of the components placed after this
      one can use), then largest fit first (keeps a component on few nodes and leaves
      whole nodes to the others); or smallest fit first (best-fit).
-4. Set-by-set first-fit, components as given, nodes least contended then largest fit: one
+5. Set-by-set first-fit, components as given, nodes least contended then largest fit: one
    pass that gives a count directly (the best lower bound on large, irregular clusters).
-5. Packing exactly k sets in bulk: each component in turn places all of its k x replicas
+6. Packing exactly k sets in bulk: each component in turn places all of its k x replicas
    greedily over its node order (the first-fit kernel with replicas scaled by k and one
    set). Sets are interchangeable, so any aggregated placement with those totals is a
    witness for k sets. First k = U with up to three candidates (the bounds are usually
    tight), then a few bisection probes between the best witness and U with the first.
-6. Small problems (up to 32 nodes and 4 components), instead of the bisection: every
-   component order with both node orders, set by set and for each k from U down.
+7. Small problems (a pool of up to 32 nodes, up to 4 components), instead of the
+   bisection: every component order with both node orders, set by set and for each k
+   from U down.
 
-Quality against the exhaustive optimum on small members from five generators, and where
+Quality against the exact optimum on members from eight generators (small random ones,
+jobs fenced onto 1-8 nodes of 500-2,000-node members, 20-200-node GPU members), and where
 best beats first-fit on larger members: `python -m benchmarks.quality` (RESULTS.md,
-"Packing quality"). With no budget limit best mode is the optimum on >= 99.5% of them.
+"Packing quality").
 
 Work budget, counted in steps, not time, so the same request always gets the same answer
 (whatever the machine's load): work is node visits (`Packing.work`: every node a walk
-looks at; copying the arrays for a pass, building a candidate's node orders or verifying a
-witness counts _CELL_COST x components x nodes; each step also counts _STEP_OVERHEAD for
-its fixed cost). Steps 4-6 may do
-`budget` x first-fit's own work in this call (at least _MIN_SEARCH_WORK, so a tiny problem
-can still afford its exhaustive tries); a step is started only when its predicted work
-still fits: a bulk pass is bounded in advance (one walk per component, then a witness
-check), a set-by-set pass is predicted by the most a set-by-set pass took so far (at
-first: twice first-fit's work). The answer is first-fit's until a step improves it, so a
-budget only ever trades quality for time, never correctness.
+looks at; copying the arrays for a pass, building a candidate's node orders, checking a
+witness and finding the fits the search starts from are charged their measured cost per
+component and node of the pool, _COPY_CELL, _ORDER_CELL, _WITNESS_CELL and _FITS_CELL;
+each step also counts _STEP_OVERHEAD for its fixed cost). Steps 5-7 may do `budget` x
+first-fit's own work over the pool (at least _MIN_SEARCH_WORK, so a tiny problem can
+still afford its exhaustive tries), times `room_factor`: _ROOM_FACTOR where the bound
+leaves room for _ROOM_SHARE more sets than first-fit's, else 1. No search starts, and not
+even the pass that finds the fits, when its first step cannot fit; a step is started
+only when its predicted work still fits: a bulk pass is bounded in advance (one walk per
+component over the nodes where it fits, then a witness check), a set-by-set pass is
+predicted by the most a set-by-set pass took so far (at first: twice first-fit's work).
+The answer is first-fit's until a step improves it, so a budget only ever trades quality
+for time, never correctness.
 
 All packing runs on copies; `available` is never written.
 """
@@ -55,7 +69,7 @@ from ._arrays import Packing, problem, readonly
 from ._arith import INT64_MAX
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
-from .fit import bounds, component_bound, node_fits
+from .fit import bounds, compact, component_bound, eligible_pool, full_pass_affordable, node_fits
 from .witness import _verify
 
 
@@ -90,13 +104,24 @@ _BISECTION_CANDIDATES = 1
 _MIN_SEARCH_WORK = 20_000
 # ...where each step also pays for its Python wrapper (~10 us, ~400 node visits)...
 _STEP_OVERHEAD = 400
-# ...and, per component and node, for each of copying the arrays, building a candidate's
-# node orders and checking a witness. In first-fit node visits per component and node
-# (`python -m benchmarks.search_costs`: the benchmark member's shapes at 10k nodes and
-# GPU-first members at 1k and 10k) they cost copy 0.04-0.09, node orders 0.23-0.51 and
-# witness 0.47-1.39; each is charged 2, so a step is never under-priced and the budget
-# stays a bound on time.
-_CELL_COST = 2
+# ...and, per component and node of the eligible pool, for copying the arrays, building a
+# candidate's node orders, checking a witness and finding the fits the search starts from.
+# In first-fit node visits per component and node, from `python -m benchmarks.search_costs`
+# (the benchmark member's shapes at 10k nodes, GPU-first members at 1k and 10k): each price
+# is the most measured, rounded up, so a step is not under-priced and the budget stays a
+# bound on time. A walk is charged what it visited (`Packing.work`) and predicted at one
+# visit per node where its component fits.
+_COPY_CELL = 0.25
+_ORDER_CELL = 0.75
+_WITNESS_CELL = 1.25
+_FITS_CELL = 1.25
+# Where the bound leaves room for _ROOM_SHARE more sets than first-fit placed, the search may
+# spend _ROOM_FACTOR times its allowance. Measured at 10k nodes: a GPU-first member, where
+# first-fit's launcher strands GPUs, leaves 6% and needs about 4 x first-fit's work for the
+# one bulk step that finds them; the benchmark member's Flink job leaves 1.6% (cpu-bound
+# sets) and no search finds more there, so it keeps the plain allowance, which no step fits.
+_ROOM_SHARE = 0.03
+_ROOM_FACTOR = 8
 
 
 def fit_buckets(fits: np.ndarray) -> int:
@@ -175,19 +200,22 @@ class _Search:
     """
 
     def __init__(self, available, requests, replicas, masks, fits, bound, baseline: Packing, allowance=None,
-                 first_fit_work: int = 0):
+                 first_fit_work: int = 0, work: int = 0):
         self.available, self.requests, self.replicas, self.masks = available, requests, replicas, masks
         self.fits, self.bound, self.best = fits, bound, baseline
         self._orders: dict = {}
         self._allowance = allowance
-        self.work = 0  # done by the search so far
+        self.work = work  # done by the search so far (the fits it starts from)
         # A set-by-set pass's work is not known in advance: the most one took so far, at
         # first twice first-fit's (per-component walks cost about that).
         self._set_by_set_guess = 2 * first_fit_work
         n_comp, n_nodes = fits.shape
         self._buckets = fit_buckets(fits)
-        # Copying the arrays for a pass, a witness check, or building one candidate's node orders.
-        self._cells = n_comp * n_nodes * _CELL_COST
+        cells = n_comp * n_nodes
+        self._copy = _price(cells, _COPY_CELL)
+        self._witness = _price(cells, _WITNESS_CELL)
+        self._order = _price(cells, _ORDER_CELL) + n_comp * _CONTENTION_LEVELS * self._buckets
+        self._walk = int(np.count_nonzero(fits))  # a bulk pass walks each component's nodes once
         self.steps = 0
         self.stopped = False  # the budget ended the search early
 
@@ -212,7 +240,7 @@ class _Search:
             node_order = np.empty(self.fits.shape, dtype=np.int64)
             lengths = np.empty(self.fits.shape[0], dtype=np.int64)
             _node_orders(self.fits, self.replicas, readonly(order), kind, self._buckets, node_order, lengths)
-            self.work += self._cells + self.fits.shape[0] * _CONTENTION_LEVELS * self._buckets
+            self.work += self._order
             self._orders[key] = (order, node_order, lengths)
         return self._orders[key]
 
@@ -220,33 +248,33 @@ class _Search:
         """Work to build a candidate's node orders, 0 once built."""
         if (name, kind) in self._orders:
             return 0
-        return self._cells + self.fits.shape[0] * _CONTENTION_LEVELS * self._buckets
+        return self._order
 
     def _offer(self, sets: int, placement: np.ndarray) -> bool:
         if sets > self.best.sets:
-            self.work += self._cells
+            self.work += self._witness
             if _verify(self.available, self.requests, self.replicas, self.masks, sets, readonly(placement)):
                 self.best = Packing(int(sets), placement)
                 return True
         return False
 
     def _set_by_set(self, name, kind: int) -> None:
-        if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + 2 * self._cells):
+        if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + self._copy + self._witness):
             return
         order, node_order, lengths = self._candidate(name, kind)
         available = self.available.copy()
         got = pack(available, self.requests, self.replicas, self.masks, order, node_order, lengths, self.bound)
-        self._charge(got.work + self._cells)
+        self._charge(got.work + self._copy)
         self._set_by_set_guess = max(self._set_by_set_guess, got.work)
         self._offer(got.sets, got.placement)
 
     def _exactly_with(self, k: int, name, kind: int) -> bool:
         # Copies, one walk per component over its node order, the witness check: known in advance.
-        if not self._afford(self._order_cost(name, kind) + 3 * self._cells):
+        if not self._afford(self._order_cost(name, kind) + self._copy + self._walk + self._witness):
             return False
         order, node_order, lengths = self._candidate(name, kind)
         got = pack(self.available.copy(), self.requests, self.replicas * k, self.masks, order, node_order, lengths, 1)
-        self._charge(got.work + self._cells)
+        self._charge(got.work + self._copy)
         return got.sets == 1 and self._offer(k, got.placement)
 
     def _exactly(self, k: int, candidates) -> bool:
@@ -297,28 +325,48 @@ class _Search:
                 return
 
 
-def _least_step(masks: np.ndarray) -> int:
-    """A lower bound on the predicted work of the search's first step: any step first
-    builds a candidate's node orders and copies the arrays (and checks a witness), at least
-    three cells per component and node (`_Search._exactly_with`, `_Search._set_by_set`)."""
-    return 3 * masks.shape[0] * masks.shape[1] * _CELL_COST + _STEP_OVERHEAD
+def _price(cells: int, per_cell: float) -> int:
+    return int(np.ceil(cells * per_cell))
+
+
+def _least_step(n_comp: int, n_nodes: int) -> int:
+    """A lower bound on the predicted work of the search's first step, the fits it starts
+    from included: any step first builds a candidate's node orders, copies the arrays and
+    checks a witness (`_Search._exactly_with`, `_Search._set_by_set`)."""
+    cells = n_comp * n_nodes
+    return (_price(cells, _FITS_CELL) + _price(cells, _ORDER_CELL) + n_comp * _CONTENTION_LEVELS
+            + _price(cells, _COPY_CELL) + _price(cells, _WITNESS_CELL) + _STEP_OVERHEAD)
+
+
+def room_factor(bound: int, sets: int) -> int:
+    """How many times the budget the search may spend: _ROOM_FACTOR where the bound leaves
+    room for at least _ROOM_SHARE more sets than first-fit's answer, else 1."""
+    return _ROOM_FACTOR if bound - sets >= _ROOM_SHARE * max(sets, 1) else 1
 
 
 def best_sets(available, requests, replicas, masks, upper, budget: float | None = None,
-              known_bound: int | None = None) -> Packing:
+              known_bound: int | None = None, known_pool: int | None = None) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
     `budget`: None searches without a limit; a number b >= 0 lets the search after
-    first-fit do b x first-fit's own work in this call, counted in node visits (module
-    docstring), so the answer does not depend on timing. The result's `bound` is an upper
-    bound on what any placement reaches; `work` what first-fit and the search did. Does
-    not modify `available`; the returned placement passes `verify_placement`.
+    first-fit do b x first-fit's own work on the eligible pool (at least _MIN_SEARCH_WORK),
+    times `room_factor`, counted in node visits (module docstring), so the answer does not
+    depend on timing. The result's `bound` is an upper bound on what any placement
+    reaches, `fit.set_bound`'s staged bound; `work` what first-fit and the search did.
+    Does not modify `available`; the returned placement passes `verify_placement`.
+
+    The search runs on the eligible pool only (`fit.eligible_pool`: nodes where some
+    component fits a replica), so it is priced, budgeted and classified (the small-problem
+    path) by the nodes the request can use, and a member padded with nodes no component
+    can use gets the answer of its bare pool.
 
     `known_bound`: this bound, from an earlier call on the same arrays (the caller keys it
-    by snapshot and request shape), instead of working it out again. It is the same value
+    by snapshot and request shape), instead of working it out again. It is the value
     `set_bound(..., reach=first-fit's sets, first=first-fit's limiting component)` gives,
     which is how this function computes it too; a request whose first-fit answer reaches
-    it then costs one first-fit pass.
+    it then costs one first-fit pass. `known_pool`: with it, the result's `pool` of such a
+    call (the eligible pool's size); a request whose search could not afford a step then
+    costs one first-fit pass too.
     """
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
@@ -330,27 +378,61 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
         if not baseline.sets <= known_bound <= p.upper:
             raise ValueError(f"known_bound must lie between first-fit's {baseline.sets} sets and upper "
                              f"{p.upper}, got {known_bound!r}")
-        if baseline.sets >= known_bound:
-            return baseline._replace(bound=int(known_bound))
-        quick = int(known_bound)
+        bound = int(known_bound)
     else:
-        quick = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
-        if baseline.sets >= quick:
-            return baseline._replace(bound=quick)
-    allowance = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK)
-    if known_bound is not None and (budget == 0 or (allowance is not None and allowance < _least_step(p.masks))):
-        # The search would stop before its first step, so the pass that finds the fits it
-        # needs is skipped too: same answer, same work.
-        return baseline._replace(bound=int(known_bound))
-    if known_bound is not None:
-        # A known bound above first-fit's answer is the staged bound's full pass, min(the
-        # component bound, the relaxations), so `bounds(..., quick)` would give it back
-        # unchanged: only the fits are still needed.
-        bound, fits = quick, node_fits(p.available, p.requests, p.replicas, p.masks)
-    else:
-        bound, fits = bounds(p.available, p.requests, p.replicas, p.masks, quick)
-    if baseline.sets >= bound or budget == 0:
+        bound = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
+    if baseline.sets >= bound:
         return baseline._replace(bound=bound)
-    search = _Search(p.available, p.requests, p.replicas, p.masks, fits, bound, baseline, allowance, baseline.work)
+    n_comp = p.requests.shape[0]
+    # What the search would cost at least, and the most it may spend: by the pool, and by
+    # first-fit's work over the whole member, which is at least its work over the pool.
+    most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(
+        bound, baseline.sets)
+    if known_bound is not None and known_pool is not None and most is not None \
+            and most < _least_step(n_comp, known_pool):
+        return baseline._replace(bound=bound, pool=known_pool)
+    pool = eligible_pool(p.available, p.requests, p.replicas, p.masks, bound)
+    baseline = baseline._replace(pool=pool.count)
+    full = known_bound is None and full_pass_affordable(n_comp, pool.count)
+    if known_bound is None:
+        bound = pool.bound  # the column totals' bound
+        if baseline.sets >= bound or (budget == 0 and not full):
+            return baseline._replace(bound=bound)
+        most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(
+            bound, baseline.sets)
+    least = _least_step(n_comp, pool.count)
+    if most is not None and not full and most < least:
+        return baseline._replace(bound=bound)
+    pool_available, pool_masks = compact(pool, p.available, p.masks)
+    fits = None
+    if full:
+        # The staged bound's last pass, cheap on a small pool; its fits serve the search.
+        full_bound, fits = bounds(pool_available, p.requests, p.replicas, pool_masks, p.upper)
+        bound = min(bound, full_bound)
+        if baseline.sets >= bound or budget == 0:
+            return baseline._replace(bound=bound)
+    # First-fit over the pool: the same sets and placement (no node outside it ever takes a
+    # replica), and the work the budget is counted in.
+    pool_baseline = baseline
+    if not pool.whole:
+        pool_baseline = karmada_first_fit(pool_available.copy(), p.requests, p.replicas, pool_masks, p.upper)
+        if pool_baseline.sets != baseline.sets:  # cannot happen; first-fit's answer stands
+            return baseline._replace(bound=bound)
+    allowance = None
+    if budget is not None:
+        allowance = budget * max(pool_baseline.work, _MIN_SEARCH_WORK) * room_factor(bound, baseline.sets)
+        if allowance < least:
+            return baseline._replace(bound=bound)
+    if fits is None:
+        fits = node_fits(pool_available, p.requests, p.replicas, pool_masks)
+    search = _Search(pool_available, p.requests, p.replicas, pool_masks, fits, bound, pool_baseline, allowance,
+                     pool_baseline.work, work=_price(n_comp * pool.count, _FITS_CELL))
     found = search.run()
-    return found._replace(bound=bound, work=baseline.work + search.work)
+    work = baseline.work + (0 if pool.whole else pool_baseline.work) + search.work
+    if found is pool_baseline:
+        return baseline._replace(bound=bound, work=work)
+    placement = found.placement
+    if not pool.whole:
+        placement = np.zeros(p.masks.shape, dtype=np.int64)
+        placement[:, pool.nodes] = found.placement
+    return Packing(found.sets, placement, bound, -1, work, pool.count)

@@ -6,6 +6,8 @@ is pods and every request asks for one pod, so the fit is bounded by the pod slo
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
@@ -160,20 +162,106 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
     return min(upper, int(_sum_fit(available, requests[c], masks[c])) // int(replicas[c]))
 
 
+@kernel
+def _eligible(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray,
+              nodes: np.ndarray, totals: np.ndarray) -> int:
+    """The eligible pool: nodes[:count] = the nodes (in order) where some component with
+    replicas fits a replica (mask set, every requested column holds one request); totals[k]
+    = sum of available[n, k] over them (saturating). Returns count. Compares only, no
+    division: a fraction of the fits pass."""
+    n_comp, n_cols = requests.shape
+    count = 0
+    totals[:] = 0
+    for n in range(available.shape[0]):
+        usable = False
+        for c in range(n_comp):
+            if replicas[c] > 0 and masks[c, n]:
+                usable = True
+                for k in range(n_cols):
+                    if available[n, k] < requests[c, k]:
+                        usable = False
+                        break
+                if usable:
+                    break
+        if usable:
+            nodes[count] = n
+            count += 1
+            for k in range(n_cols):
+                totals[k] = _add(totals[k], available[n, k])
+    return count
+
+
+@kernel
+def _column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
+    """min(bound, over columns k: what the pool has of k // what a set needs of k)."""
+    for k in range(requests.shape[1]):
+        bound = _bound(totals[k], _demand(requests, replicas, k), bound)
+    return bound
+
+
+class Pool(NamedTuple):
+    """The nodes a request can use at all (`_eligible`), and the bound their column totals give."""
+
+    nodes: np.ndarray  # int64[count]: eligible node indices, ascending
+    count: int
+    whole: bool  # every node is eligible (no compaction needed)
+    bound: int  # min(the bound passed in, the column totals' bound)
+
+
+def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
+    """`_eligible` on validated arrays, with the column-total relaxation (each column's
+    supply over the pool // each set's demand) folded into `bound`."""
+    n_nodes = available.shape[0]
+    nodes = np.empty(n_nodes, dtype=np.int64)
+    totals = np.empty(available.shape[1], dtype=np.int64)
+    count = int(_eligible(available, requests, replicas, masks, nodes, totals))
+    return Pool(nodes[:count], count, count == n_nodes, int(_column_bound(readonly(totals), requests, replicas, bound)))
+
+
+def compact(pool: Pool, available, masks):
+    """(available, masks) on the pool's nodes only, read-only (the arrays themselves when
+    the pool is every node)."""
+    if pool.whole:
+        return available, masks
+    return readonly(np.take(available, pool.nodes, axis=0)), readonly(np.take(masks, pool.nodes, axis=1))
+
+
+# The full pass (`bounds`) is run for the staged bound when it costs at most this, in
+# first-fit node visits (kernels.best._MIN_SEARCH_WORK, the search's floor): on a large pool
+# the component and column bounds stand alone, so a new request shape on a 10k-node member
+# pays two cheap passes, not the full one (`python -m benchmarks.search_costs` measures
+# the full pass's cost per component and node, priced at BOUNDS_CELL).
+FULL_PASS_WORK = 20_000
+BOUNDS_CELL = 3.5
+
+
+def full_pass_affordable(n_comp: int, pool_count: int) -> bool:
+    return n_comp * pool_count * BOUNDS_CELL <= FULL_PASS_WORK
+
+
 def staged_bound(available, requests, replicas, masks, upper: int, reach: int, first: int) -> int:
     """`set_bound` on validated arrays."""
     bound = component_bound(available, requests, replicas, masks, first, upper)
     if bound <= reach:
         return bound
-    return min(bound, bounds(available, requests, replicas, masks, upper)[0])
+    if not replicas.any():
+        return upper
+    pool = eligible_pool(available, requests, replicas, masks, bound)
+    bound = pool.bound
+    if bound <= reach or not full_pass_affordable(requests.shape[0], pool.count):
+        return bound
+    pool_available, pool_masks = compact(pool, available, masks)
+    return min(bound, bounds(pool_available, requests, replicas, pool_masks, upper)[0])
 
 
 def set_bound(available, requests, replicas, masks, upper, reach: int = -1, first: int = -1) -> int:
-    """An upper bound on the complete sets any placement reaches (<= upper); see `_bounds`.
+    """An upper bound on the complete sets any placement reaches (<= upper).
 
-    Cheapest first: component `first` alone (e.g. `Packing.limiting`), and when that comes
-    down to `reach` (an answer already shown feasible, so no bound is below it) the full
-    pass is skipped.
+    Cheapest first, stopping as soon as it comes down to `reach` (an answer already shown
+    feasible, so no bound is below it): component `first` alone (e.g. `Packing.limiting`);
+    then one pass of compares finding the eligible pool (nodes where some component fits a
+    replica) and each column's total over it per set's demand; then, where the pool is
+    small enough (`full_pass_affordable`), the full pass of `_bounds` over the pool.
     """
     p = problem(available, requests, replicas, masks, upper, in_place=False)
     if not -1 <= first < p.replicas.shape[0]:

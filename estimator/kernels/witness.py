@@ -21,6 +21,10 @@ def _verify(
     sets: int,
     placement: np.ndarray,
 ) -> bool:
+    """Per component: no negative count, none where its mask is off, sets x replicas in
+    all. Then per node holding a replica: the summed requests fit in every column. A node
+    holding nothing needs no capacity check, so a placement on a few nodes of a large
+    member costs one read per component and node, not one per column too."""
     n_comp, n_nodes = placement.shape
     for c in range(n_comp):
         r = replicas[c]
@@ -30,12 +34,20 @@ def _verify(
         total = 0
         for n in range(n_nodes):
             x = placement[c, n]
-            if x < 0 or (x > 0 and not masks[c, n]) or x > target - total:
-                return False
-            total += x
+            if x != 0:
+                if x < 0 or not masks[c, n] or x > target - total:
+                    return False
+                total += x
         if total != target:
             return False
     for n in range(n_nodes):
+        used = False
+        for c in range(n_comp):
+            if placement[c, n] > 0:
+                used = True
+                break
+        if not used:
+            continue
         for k in range(available.shape[1]):
             left = available[n, k]
             for c in range(n_comp):

@@ -65,6 +65,11 @@ def test_one_record_per_size_shape_and_mode_with_every_documented_field(quick_ru
         # The new-answer runs cycled through more request variants than the answer memo holds.
         assert all(run["variants"] > ANSWERS_PER_SNAPSHOT * int(c) for c, run in record["rpc"].items())
         assert all(run["variants"] == 1 for run in record["rpc_repeat"].values())
+        # The new-job run sent every timed call once, a shape the server had not answered.
+        new = record["rpc_new"]
+        assert new["calls"] <= new["variants"] and new["variant_mismatches"] == 0
+        assert record["rpc_new_floor_ratio"] == record["rpc_new_ms_p50"] / new["floor_p50_ms"]
+        assert record["plugin_new_ms_p50"] > 0
 
 
 def test_answers_agree_across_kernel_naive_and_grpc(quick_run):
@@ -89,6 +94,8 @@ def test_run_records_machine_load_and_accuracy(quick_run):
         assert acc[mode]["over_promises"] == 0
         assert acc[mode]["witnesses_checked"] == 40
         assert 0.0 <= acc[mode]["optimal_rate"] <= 1.0
+    gain = result["best_gain"]  # the default budget's share of the unlimited search's gain, GPU-first members
+    assert gain["gain_sets"] <= gain["gain_sets_no_limit"] and 0.0 <= gain["share"] <= 1.0
     for size in result["sizes"]:
         assert set(size["servers"]) >= set(MODES)
         assert size["servers"]["best"]["warm"]["ready_s"] > 0

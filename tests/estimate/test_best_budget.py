@@ -59,15 +59,17 @@ def test_a_bigger_budget_never_gives_fewer_sets_and_stays_within_the_truth(seed,
 
 def test_the_search_stays_within_its_allowance():
     """On a member where the search has room to improve, the counted work after first-fit
-    stays within budget x first-fit's work (or the floor) plus the one step that may overrun
-    its prediction, a set-by-set pass."""
+    stays within budget x first-fit's work (or the floor) x the room the bound leaves
+    (`best.room_factor`), plus the one step that may overrun its prediction, a set-by-set
+    pass. Every node of this member is eligible, so first-fit's work over the pool is its
+    work over the member."""
     available, requests, replicas, masks = _gpu_member(4000, 7)
     baseline = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
     unlimited = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=None)
     assert unlimited.sets > baseline.sets  # the member leaves the search something to find
     for budget in (0.5, 1.0, 2.0, 4.0, 16.0):
         got = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget)
-        allowance = budget * max(baseline.work, best._MIN_SEARCH_WORK)
+        allowance = budget * max(baseline.work, best._MIN_SEARCH_WORK) * best.room_factor(got.bound, baseline.sets)
         assert got.work - baseline.work <= allowance + 2 * baseline.work
         assert baseline.sets <= got.sets <= unlimited.sets
     assert got.sets == unlimited.sets  # the largest budget has room for the step that finds it

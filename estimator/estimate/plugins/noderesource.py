@@ -65,7 +65,8 @@ def _gather(snapshot: ClusterSnapshot, columns: Sequence[str], own: frozenset[st
 
 
 # Per snapshot: column sets whose gathered copy is kept (N x K int64 each, 400 KB for 5
-# columns at 10k nodes), and request shapes whose rows and masks are kept (C x N bools).
+# columns at 10k nodes), request shapes whose rows are kept, and claim lists whose stacked
+# masks are kept (C x N bools each).
 _GATHERED_PER_SNAPSHOT = 8
 _PACKINGS_PER_SNAPSHOT = 64
 
@@ -107,13 +108,39 @@ def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
     return row
 
 
+def _request_rows(components: Sequence[Component], index: dict[str, int]) -> np.ndarray:
+    """`_request_row` of every component, built as lists and converted once."""
+    rows = []
+    for c in components:
+        row = [0] * len(index)
+        row[0] = 1  # every replica takes one pod slot
+        for name, amount in c.shape.requests:
+            row[index[name]] = amount
+        rows.append(row)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), len(index))
+
+
 def _request_arrays(components: Sequence[Component], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """(request rows, replicas), vouched for and read-only."""
-    requests = vouch("requests", np.stack([_request_row(c.shape, index) for c in components]), REQUEST_ROWS)
+    requests = vouch("requests", _request_rows(components, index), REQUEST_ROWS)
     replicas = vouch("replicas", np.array([c.replicas for c in components], dtype=np.int64), AMOUNTS)
     requests.setflags(write=False)
     replicas.setflags(write=False)
     return requests, replicas
+
+
+def _masks(snapshot: ClusterSnapshot, components: Sequence[Component]) -> np.ndarray:
+    """The components' node masks stacked (C x N bools), vouched for and read-only, kept per
+    snapshot by the components' claims: a new job whose components select nodes as an
+    earlier one's did (a new shape, the same selectors and tolerations) shares them."""
+    claims = tuple(c.shape.claim for c in components)
+
+    def stack() -> np.ndarray:
+        masks = vouch("masks", np.stack([snapshot.node_mask(claim) for claim in claims]), FLAGS)
+        masks.setflags(write=False)
+        return masks
+
+    return _kept(snapshot, "masks", _PACKINGS_PER_SNAPSHOT, claims, stack)
 
 
 class _Packing:
@@ -123,8 +150,7 @@ class _Packing:
     def __init__(self, snapshot: ClusterSnapshot, components: Sequence[Component], index: dict[str, int],
                  rows: tuple[np.ndarray, np.ndarray] | None = None):
         self.requests, self.replicas = rows or _request_arrays(components, index)
-        self.masks = vouch("masks", np.stack([snapshot.node_mask(c.shape.claim) for c in components]), FLAGS)
-        self.masks.setflags(write=False)
+        self.masks = _masks(snapshot, components)
 
 
 def _packing_key(components: Sequence[Component], columns: tuple[str, ...]) -> HashedKey:
@@ -226,12 +252,16 @@ def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
 def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
                      query: ComponentSetsQuery, key: HashedKey, budget: float | None) -> kernels.Packing:
     """Best mode, reusing the bound (`key`: `_Plan.bound_key`) worked out for this snapshot
-    and shape (either mode)."""
+    and shape (either mode), and the size of its eligible pool (best mode's)."""
     if query.assumed:
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
+    pool_key = ("eligible pool", key)
     packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                budget=budget, known_bound=snapshot._derived.get(key))
+                                budget=budget, known_bound=snapshot._derived.get(key),
+                                known_pool=snapshot._derived.get(pool_key))
     snapshot.derived(key, lambda: packing.bound)
+    if packing.pool >= 0:
+        snapshot.derived(pool_key, lambda: packing.pool)
     return packing
 
 
