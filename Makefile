@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The lowest-floor job first (below), then the whole suite: its summary is the last line.
+test: $(STAMP) test-floors
 	$(PY) -m pytest -q
 
 # The demo loads the kernels once (compiling them first if the cache is stale) and forks its eight
@@ -35,6 +36,44 @@ proto: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis
+
+# Honest dependency floors: every direct dependency at the lowest version pyproject.toml allows
+# (uv's --resolution lowest-direct) in a venv of its own, running a representative fast subset of
+# the suite: the pure core, object files, the watch against the fake API server, wire conversion,
+# the gRPC server (reflection through grpcurl, health, drain), metrics, the numba kernels, the
+# manifests' schemas and the layering contracts; tests/deploy/test_floors.py checks the installed
+# versions are the floors. About a minute here (the first run also installs and compiles kernels).
+FLOORS_VENV := $(VENV)/floors
+FLOORS_PY := $(FLOORS_VENV)/bin/python
+FLOORS_STAMP := $(FLOORS_VENV)/.installed
+FLOORS_TESTS := tests/core tests/cluster/test_kubefiles.py tests/cluster/test_files.py tests/cluster/test_watch.py \
+  tests/service/test_convert.py tests/service/test_grpcurl.py tests/service/test_metrics_hot.py \
+  tests/service/test_drain.py::test_stop_lets_an_in_flight_call_finish_and_refuses_new_ones \
+  tests/kernels/test_tables.py tests/estimate/test_estimate.py tests/deploy/test_floors.py tests/test_layering.py \
+  tests/deploy/test_manifests.py::test_every_rendered_object_is_valid_against_the_kubernetes_openapi_schema
+.PHONY: test-floors lock image
+
+$(FLOORS_STAMP): pyproject.toml
+	test -x $(FLOORS_PY) || $(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_PY) -m pip install --quiet --upgrade pip uv
+	$(FLOORS_VENV)/bin/uv pip install --quiet --python $(FLOORS_PY) --resolution lowest-direct -r pyproject.toml --extra test
+	$(FLOORS_VENV)/bin/uv pip install --quiet --python $(FLOORS_PY) --no-deps -e .
+	touch $@
+
+test-floors: $(FLOORS_STAMP)
+	@echo "test-floors: the lowest versions pyproject.toml allows ($(FLOORS_VENV)), a subset of the suite"
+	NUMBA_CACHE_DIR=$(CURDIR)/$(FLOORS_VENV)/numba-cache KARMADA_ESTIMATOR_FLOORS=1 \
+	  $(FLOORS_PY) -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
+
+# requirements.lock, what the image installs (deploy/image/lock.py; needs PyPI). A test fails
+# when pyproject.toml's dependencies change and this was not run.
+lock: $(FLOORS_STAMP)
+	$(FLOORS_PY) deploy/image/lock.py --uv $(FLOORS_VENV)/bin/uv
+
+# The image (needs a Docker daemon); IMAGE names it.
+IMAGE ?= karmada-accurate-estimator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	docker build -t $(IMAGE) .
 
 # Benchmarks: `make bench` regenerates benchmarks/RESULTS.md, results/latest.json and the
 # plots (about 15 minutes); `make bench-quick` is a smoke run (< 60 s, asserts no timings) that
@@ -56,7 +95,7 @@ bench-quick: $(BENCH_STAMP)
 # End-to-end with the real peers (needs Go 1.26 and the Go module proxy): builds etcd,
 # kube-apiserver and kube-scheduler from e2e/kube (versions in e2e/versions.mk, the one place for them) into
 # .e2e/bin/ once per version, Karmada's programs via e2e-karmada, then runs the comparison.
-# See README "End-to-end with the real peers".
+# See docs/e2e.md.
 include e2e/versions.mk
 E2E_BIN := .e2e/bin
 E2E_GO := GOFLAGS='-trimpath -buildvcs=false' go
@@ -84,7 +123,7 @@ e2e-kube: $(E2E_BIN)/kube-apiserver-$(KUBERNETES_VERSION) $(E2E_BIN)/etcd-$(ETCD
 # The default run takes the 1k-node member only: Karmada's own estimator needs tens of seconds
 # per call at 5k nodes on a 2-core machine, so 5k/10k would not fit the run's time budget.
 # Everything: make e2e E2E_ARGS="--large 1000,5000,10000" (about 40 min more here: Karmada needs
-# minutes per call at 5k/10k nodes, so those members are opt-in; see README "End-to-end").
+# minutes per call at 5k/10k nodes, so those members are opt-in; see docs/e2e.md).
 E2E_ARGS ?= --large 1000
 e2e: $(STAMP) e2e-kube e2e-karmada e2e-karmada-cp
 	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness $(E2E_ARGS)
@@ -152,3 +191,31 @@ karmada-local: $(STAMP) e2e-kube e2e-karmada-cp
 
 karmada-local-down:
 	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness.karmadacp --down
+
+# Karmada's own install routes and ours against a real kube-apiserver (issue 29,
+# e2e/harness/install.py): Karmada's Helm chart rendered by a Helm built from its Go module
+# (HELM_VERSION in e2e/versions.mk), karmadactl's addon, our manifests. Its `install:` line is
+# printed by make e2e; `make e2e-install` runs it alone (about a minute once the tools are built).
+.PHONY: e2e-install-tools e2e-install
+HELM_BIN := $(E2E_BIN)/helm-$(HELM_VERSION)
+KARMADACTL_BIN := $(E2E_BIN)/karmadactl-$(KARMADA_VERSION)
+
+# `go install module@version` builds Helm with its own go.mod, as its releases are built.
+$(HELM_BIN): e2e/versions.mk
+	@mkdir -p $(E2E_BIN)/.helm-$(HELM_VERSION)
+	GOBIN=$(CURDIR)/$(E2E_BIN)/.helm-$(HELM_VERSION) $(E2E_GO) install \
+	  -ldflags='-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(E2E_BIN)/.helm-$(HELM_VERSION)/helm $@ && rmdir $(E2E_BIN)/.helm-$(HELM_VERSION)
+
+# karmadactl from e2e/karmada/go.mod (its `tool` line), with the version Karmada's hack/build.sh stamps.
+$(KARMADACTL_BIN): e2e/karmada/go.mod e2e/karmada/go.sum e2e/versions.mk
+	@mkdir -p $(E2E_BIN)
+	cd e2e/karmada && $(call karmada-pin,$(KARMADA_VERSION)) && $(KARMADA_GO) build -tags kubernetes_protomessage_one_more_release \
+	  -ldflags='-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(KARMADA_VERSION)' \
+	  -o $(CURDIR)/$@ github.com/karmada-io/karmada/cmd/karmadactl
+
+e2e-install-tools: $(HELM_BIN) $(KARMADACTL_BIN)
+e2e: e2e-install-tools
+
+e2e-install: $(STAMP) e2e-kube e2e-install-tools
+	PYTHONPATH=$(CURDIR) $(PY) -m e2e.harness.install

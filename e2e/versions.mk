@@ -5,3 +5,6 @@ KUBERNETES_VERSION := v1.36.3
 ETCD_VERSION := v3.6.8
 KARMADA_VERSION := v1.18.2
 KARMADA_OLD_VERSION := v1.16.0
+# Helm, built from its Go module, renders Karmada's own chart in the install check (e2e/harness/install.py);
+# the newest Helm 3 (Karmada's hack/util.sh installs Helm 3).
+HELM_VERSION := v3.22.0

@@ -1,4 +1,4 @@
-"""`karmada-estimator manifests`: Kubernetes manifests for one member's estimator.
+"""`karmada-estimator manifests`: Kubernetes manifests for the members' estimators.
 
 Rendering is plain Python: each object is a function returning a dict, and the documents
 are dumped with PyYAML. No template language, so every value is typed (ports are ints,
@@ -6,20 +6,33 @@ labels strings) and tests can inspect the dicts before they become YAML.
 
 Two sets of objects, for two clusters:
 
-* host (the cluster running Karmada's control plane, namespace `karmada-system`): the
-  estimator Deployment, the Service `karmada-scheduler-estimator-<cluster>` on 10352 that
+* host (the cluster running Karmada's control plane, namespace `karmada-system`): per member
+  the estimator Deployment, the Service `karmada-scheduler-estimator-<cluster>` on 10352 that
   karmada-scheduler looks up by name, a PodDisruptionBudget, optionally a ServiceMonitor.
-  The Deployment mounts two Secrets the operator creates (never rendered here, they hold
-  credentials): `<cluster>-kubeconfig` (the member kubeconfig, Karmada's name and key) and
-  `karmada-scheduler-estimator-cert` (`tls.crt`, `tls.key`, `ca.crt`, Karmada's layout).
+  The Deployment mounts two Secrets that are never rendered here (they hold credentials):
+  `<cluster>-kubeconfig` (the member kubeconfig, Karmada's name and key) and the gRPC
+  certificate Secret of the chosen layout.
 * member: a namespace of our own, a ServiceAccount with a long-lived token Secret (the
   credential inside the member kubeconfig), and a ClusterRole allowed get/list/watch on
-  nodes, pods, resourcequotas, replicasets and deployments, nothing more.
+  nodes, pods, resourcequotas, replicasets, deployments and DRA objects, nothing more.
 
-    karmada-estimator manifests --cluster-name member-b --image registry/estimator:0.1.0 \\
-        --part host | kubectl --context karmada-host apply -f -
+A layout (`--layout`) says which existing Karmada install the objects fit, so that ours can
+be applied over it (a Deployment's selector is immutable) and reuse its certificates:
+
+* `chart` (default): Karmada's Helm chart: selector `cluster: <member>` plus the chart's
+  `schedulerEstimator.labels` (`app: karmada-scheduler-estimator`); Secret `karmada-cert`
+  with `karmada.crt`, `karmada.key` and the CA `server-ca.crt`, mounted at /etc/karmada/pki.
+* `karmadactl`: `karmadactl addons enable karmada-scheduler-estimator`: selector
+  `app: karmada-scheduler-estimator-<member>`; Secret `karmada-cert` (`karmadactl init`'s)
+  with `karmada.crt`, `karmada.key` and the CA `ca.crt`.
+* `artifacts`: Karmada's artifacts/deploy/karmada-scheduler-estimator.yaml (hack/local-up),
+  and the layout these manifests had until now (0.1.0): selector `app: karmada-scheduler-estimator-<member>`;
+  Secret `karmada-scheduler-estimator-cert` with `tls.crt`, `tls.key`, `ca.crt`.
+
+    karmada-estimator manifests --cluster-name member-a,member-b --image registry/estimator:0.1.0 \\
+        --part host | kubectl --context karmada-host apply --server-side -f -
     karmada-estimator manifests --cluster-name member-b --part member \\
-        | kubectl --context member-b apply -f -
+        | kubectl --context member-b apply --server-side -f -
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import Sequence
 
 import yaml
 
@@ -36,9 +50,46 @@ HOST_NAMESPACE = "karmada-system"
 GRPC_PORT = 10352
 HEALTH_PORT = 10351
 METRICS_PORT = 8080
-TLS_SECRET = "karmada-scheduler-estimator-cert"
-TLS_MOUNT = "/etc/karmada/pki/server"
 KUBECONFIG_MOUNT = "/etc/karmada/member"
+# The labels Karmada's chart puts in every estimator's selector besides `cluster: <member>`:
+# its values' schedulerEstimator.labels (plus global.commonLabels, empty by default).
+CHART_LABELS = {"app": COMPONENT}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where an existing Karmada install keeps what the estimator needs: the selector of its
+    Deployment (immutable, so ours must be the same to be applied over it) and the Secret
+    with the gRPC certificate, key and client CA."""
+
+    name: str
+    installed_by: str
+    per_member_app_label: bool  # selector `app: karmada-scheduler-estimator-<member>`, else the chart's
+    tls_secret: str
+    tls_volume: str
+    tls_mount: str
+    cert_key: str
+    key_key: str
+    ca_key: str
+
+    @property
+    def keys(self) -> tuple[str, str, str]:
+        return self.cert_key, self.key_key, self.ca_key
+
+
+LAYOUTS = {
+    layout.name: layout
+    for layout in (
+        Layout("chart", "Karmada's Helm chart (charts/karmada, schedulerEstimator)", False,
+               "karmada-cert", "karmada-certs", "/etc/karmada/pki", "karmada.crt", "karmada.key", "server-ca.crt"),
+        Layout("karmadactl", "karmadactl addons enable karmada-scheduler-estimator (after karmadactl init)", True,
+               "karmada-cert", "k8s-certs", "/etc/karmada/pki", "karmada.crt", "karmada.key", "ca.crt"),
+        Layout("artifacts", "Karmada's artifacts/deploy/karmada-scheduler-estimator.yaml (hack/local-up-karmada.sh); "
+               "the default of 0.1.0's manifests", True,
+               "karmada-scheduler-estimator-cert", "server-cert", "/etc/karmada/pki/server", "tls.crt", "tls.key", "ca.crt"),
+    )
+}
+DEFAULT_LAYOUT = "chart"
 
 # --- Our image's layout (see Dockerfile) ----------------------------------------------
 ENTRYPOINT = "/usr/local/bin/karmada-estimator-entrypoint"
@@ -68,6 +119,8 @@ ANTI_AFFINITY = ("required", "preferred")
 _SERVICE_PREFIX = f"{COMPONENT}-"
 MAX_CLUSTER_NAME = 63 - len(_SERVICE_PREFIX)
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 
 
 def _default_image() -> str:
@@ -84,10 +137,12 @@ class Options:
     image: str = field(default_factory=_default_image)
     image_pull_policy: str = "IfNotPresent"
     namespace: str = HOST_NAMESPACE
+    layout: str = DEFAULT_LAYOUT
+    chart_labels: tuple[tuple[str, str], ...] = tuple(CHART_LABELS.items())
     member_namespace: str = MEMBER_NAMESPACE
     replicas: int = 2
     anti_affinity: str = "required"
-    tls_secret: str = TLS_SECRET
+    tls_secret: str = ""  # default: the layout's
     kubeconfig_secret: str = ""  # default: <cluster>-kubeconfig, as Karmada names it
     packing: str = "best"
     parallelism: int = 16
@@ -105,6 +160,14 @@ class Options:
     @property
     def name(self) -> str:
         return _SERVICE_PREFIX + self.cluster_name
+
+    @property
+    def tls(self) -> Layout:
+        return LAYOUTS[self.layout]
+
+    @property
+    def tls_secret_name(self) -> str:
+        return self.tls_secret or self.tls.tls_secret
 
     @property
     def kubeconfig_secret_name(self) -> str:
@@ -134,6 +197,14 @@ def check(options: Options) -> None:
     for flag, value in (("--namespace", options.namespace), ("--member-namespace", options.member_namespace)):
         if not _DNS_LABEL.fullmatch(value):
             raise OptionsError(f"{flag} {value!r}: must be a lower-case DNS label")
+    if options.layout not in LAYOUTS:
+        raise OptionsError(f"--layout must be one of {', '.join(LAYOUTS)}")
+    if options.layout == "chart":
+        if not options.chart_labels:
+            raise OptionsError("--chart-labels: the chart's selector needs at least one label besides cluster")
+        for key, value in options.chart_labels:
+            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value) or key == "cluster":
+                raise OptionsError(f"--chart-labels {key}={value}: not a label (or `cluster`, which the chart sets itself)")
     if options.replicas < 1:
         raise OptionsError("--replicas must be at least 1")
     if options.anti_affinity not in ANTI_AFFINITY:
@@ -149,9 +220,10 @@ def check(options: Options) -> None:
 
 
 def labels(options: Options) -> dict[str, str]:
-    """Labels on every host object; `app` and `cluster` as in Karmada's own manifests."""
+    """Labels on every host object: the selector of the layout (so Karmada's tooling finds
+    ours as it finds its own) and the recommended app.kubernetes.io labels."""
     return {
-        "app": options.name,
+        **selector(options),
         "cluster": options.cluster_name,
         "app.kubernetes.io/name": COMPONENT,
         "app.kubernetes.io/instance": options.name,
@@ -161,7 +233,11 @@ def labels(options: Options) -> dict[str, str]:
 
 
 def selector(options: Options) -> dict[str, str]:
-    return {"app": options.name}
+    """The Deployment's (immutable) selector, the Service's and the PodDisruptionBudget's:
+    exactly the one of the install the layout names."""
+    if options.tls.per_member_app_label:
+        return {"app": options.name}
+    return {"cluster": options.cluster_name, **dict(options.chart_labels)}
 
 
 def estimator_args(options: Options) -> list[str]:
@@ -170,9 +246,9 @@ def estimator_args(options: Options) -> list[str]:
         f"--cluster-name={options.cluster_name}",
         f"--kubeconfig={options.kubeconfig_path}",
         f"--server-port={GRPC_PORT}",
-        f"--grpc-auth-cert-file={TLS_MOUNT}/tls.crt",
-        f"--grpc-auth-key-file={TLS_MOUNT}/tls.key",
-        f"--grpc-client-ca-file={TLS_MOUNT}/ca.crt",
+        f"--grpc-auth-cert-file={options.tls.tls_mount}/{options.tls.cert_key}",
+        f"--grpc-auth-key-file={options.tls.tls_mount}/{options.tls.key_key}",
+        f"--grpc-client-ca-file={options.tls.tls_mount}/{options.tls.ca_key}",
         # All addresses, not the pod IP only, so `kubectl port-forward` reaches them too.
         f"--health-probe-bind-address=:{HEALTH_PORT}",
         f"--metrics-bind-address=:{METRICS_PORT}",
@@ -240,7 +316,7 @@ def _container(options: Options) -> dict:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [
-            {"name": "server-cert", "mountPath": TLS_MOUNT, "readOnly": True},
+            {"name": options.tls.tls_volume, "mountPath": options.tls.tls_mount, "readOnly": True},
             {"name": "member-kubeconfig", "mountPath": KUBECONFIG_MOUNT, "readOnly": True},
             {"name": "numba-cache", "mountPath": NUMBA_CACHE_VOLUME_MOUNT},
             # The kubernetes client writes certificate data from the kubeconfig to temp files.
@@ -271,11 +347,14 @@ def deployment(options: Options) -> dict:
         "terminationGracePeriodSeconds": termination_grace(options),
         "containers": [_container(options)],
         "volumes": [
-            {"name": "server-cert", "secret": {"secretName": options.tls_secret, "defaultMode": 0o440}},
-            {
-                "name": "member-kubeconfig",
-                "secret": {"secretName": options.kubeconfig_secret_name, "defaultMode": 0o440},
-            },
+            # Only the keys the estimator reads: the chart's and karmadactl's Secret also hold
+            # the CA's private key and the other components' certificates.
+            {"name": options.tls.tls_volume, "secret": {
+                "secretName": options.tls_secret_name, "defaultMode": 0o440,
+                "items": [{"key": key, "path": key} for key in options.tls.keys]}},
+            {"name": "member-kubeconfig", "secret": {
+                "secretName": options.kubeconfig_secret_name, "defaultMode": 0o440,
+                "items": [{"key": options.kubeconfig_key, "path": options.kubeconfig_key}]}},
             {"name": "numba-cache", "emptyDir": {"sizeLimit": "256Mi"}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
         ],
@@ -424,20 +503,36 @@ def render(options: Options, part: str = "all") -> list[dict]:
     return objects
 
 
-def _header(options: Options, part: str) -> str:
-    where = {
-        "host": f"the Karmada host cluster (namespace {options.namespace})",
-        "member": f"member cluster {options.cluster_name}",
-    }[part]
-    return f"# karmada-estimator manifests for member {options.cluster_name}: apply to {where}\n"
+def _header(options: Options, part: str, members: list[str] | None = None) -> str:
+    if part == "host":
+        names = ", ".join(members or [options.cluster_name])
+        label = "members" if members and len(members) > 1 else "member"
+        return (f"# karmada-estimator manifests for {label} {names}: apply to the Karmada host cluster "
+                f"(namespace {options.namespace}); layout {options.layout}\n")
+    return f"# karmada-estimator manifests for member {options.cluster_name}: apply to member cluster {options.cluster_name}\n"
 
 
-def to_yaml(options: Options, part: str = "all") -> str:
-    """Multi-document YAML; with part=all, the host documents come first, each part headed
-    by a comment that says which cluster it belongs to."""
+def _dump(documents: list[dict]) -> str:
+    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
+
+
+def to_yaml(options: Options | Sequence[Options], part: str = "all") -> str:
+    """Multi-document YAML for one member or several. The host documents of every member come
+    first under one header (they all go to the host cluster); then each member's own part,
+    headed by a comment that names the cluster it belongs to."""
+    members = [options] if isinstance(options, Options) else list(options)
+    if not members:
+        raise OptionsError("--cluster-name: at least one member")
+    if part not in PARTS:
+        raise OptionsError(f"--part must be one of {', '.join(PARTS)}")
+    names = [m.cluster_name for m in members]
+    if len(set(names)) != len(names):
+        raise OptionsError(f"--cluster-name: {', '.join(sorted({n for n in names if names.count(n) > 1}))} given twice")
     chunks = []
-    for section in (("host", "member") if part == "all" else (part,)):
-        documents = render(options, section)
-        body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
-        chunks.append(_header(options, section) + body)
+    if part in ("all", "host"):
+        documents = [doc for member in members for doc in render(member, "host")]
+        chunks.append(_header(members[0], "host", names) + _dump(documents))
+    if part in ("all", "member"):
+        for member in members:
+            chunks.append(_header(member, "member") + _dump(render(member, "member")))
     return "".join(chunks)

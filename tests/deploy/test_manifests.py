@@ -39,6 +39,10 @@ VARIANTS = {
         cluster_name="gpu-east-1", namespace="karmada-system-2", member_namespace="estimators", replicas=1,
         tls_secret="estimator-tls", kubeconfig_secret="kcfg", packing="first-fit", max_concurrent_requests=0,
     ),
+    "karmadactl's layout": m.Options(cluster_name="member-b", layout="karmadactl"),
+    "the old layout (Karmada's artifacts/deploy)": m.Options(cluster_name="member-b", layout="artifacts"),
+    "chart labels changed in the chart's values": m.Options(
+        cluster_name="member-b", chart_labels=(("app", "estimator"), ("team", "infra"))),
 }
 
 
@@ -166,16 +170,22 @@ def test_the_kubeconfig_and_tls_secrets_are_mounted_read_only_where_the_flags_po
     mounts = {v["name"]: v for v in spec["containers"][0]["volumeMounts"]}
     flags = dict(arg.split("=", 1) for arg in spec["containers"][0]["args"])
 
-    assert volumes["server-cert"]["secret"]["secretName"] == options.tls_secret
+    assert volumes[m.LAYOUTS[options.layout].tls_volume]["secret"]["secretName"] == (
+        options.tls_secret or m.LAYOUTS[options.layout].tls_secret)
     expected_kubeconfig = options.kubeconfig_secret or f"{options.cluster_name}-kubeconfig"
     assert volumes["member-kubeconfig"]["secret"]["secretName"] == expected_kubeconfig
-    for volume in ("server-cert", "member-kubeconfig"):
+    for volume in (m.LAYOUTS[options.layout].tls_volume, "member-kubeconfig"):
         assert mounts[volume]["readOnly"] is True
         assert volumes[volume]["secret"]["defaultMode"] == 0o440  # readable by fsGroup, not by others
-    tls_dir = mounts["server-cert"]["mountPath"]
-    assert flags["--grpc-auth-cert-file"] == f"{tls_dir}/tls.crt"
-    assert flags["--grpc-auth-key-file"] == f"{tls_dir}/tls.key"
-    assert flags["--grpc-client-ca-file"] == f"{tls_dir}/ca.crt"
+    layout = m.LAYOUTS[options.layout]
+    tls_dir = mounts[layout.tls_volume]["mountPath"]
+    assert flags["--grpc-auth-cert-file"] == f"{tls_dir}/{layout.cert_key}"
+    assert flags["--grpc-auth-key-file"] == f"{tls_dir}/{layout.key_key}"
+    assert flags["--grpc-client-ca-file"] == f"{tls_dir}/{layout.ca_key}"
+    # Only those three keys are projected: Karmada's karmada-cert also holds the CA's private key.
+    assert volumes[layout.tls_volume]["secret"]["items"] == [{"key": k, "path": k} for k in layout.keys]
+    key = f"{options.cluster_name}-kubeconfig"
+    assert volumes["member-kubeconfig"]["secret"]["items"] == [{"key": key, "path": key}]
     # Karmada's Secret keeps the kubeconfig under the key <cluster>-kubeconfig.
     assert flags["--kubeconfig"] == f"{mounts['member-kubeconfig']['mountPath']}/{options.cluster_name}-kubeconfig"
     assert flags["--cluster-name"] == options.cluster_name
@@ -220,6 +230,83 @@ def test_the_container_flags_parse_as_the_estimator_parses_them(name):
     assert parsed.cluster_name == VARIANTS[name].cluster_name and not parsed.objects
     assert parsed.kubeconfig and parsed.grpc_client_ca_file and not parsed.insecure_skip_grpc_client_verify
     assert parsed.max_concurrent_requests == VARIANTS[name].max_concurrent_requests
+
+
+# ---------------------------------------------------------------------------------------
+# Layouts: applied over an existing Karmada install (a Deployment's selector is immutable)
+
+# What Karmada v1.18.2 renders for member-b (charts/karmada/templates/karmada-scheduler-estimator.yaml
+# with the chart's default values; pkg/karmadactl/addons/estimator/manifests.go;
+# artifacts/deploy/karmada-scheduler-estimator.yaml). make e2e renders and applies the real ones.
+KARMADA_INSTALLS = {
+    "chart": {"selector": {"cluster": "member-b", "app": "karmada-scheduler-estimator"}, "secret": "karmada-cert",
+              "files": {"/etc/karmada/pki/karmada.crt", "/etc/karmada/pki/karmada.key", "/etc/karmada/pki/server-ca.crt"}},
+    "karmadactl": {"selector": {"app": "karmada-scheduler-estimator-member-b"}, "secret": "karmada-cert",
+                   "files": {"/etc/karmada/pki/karmada.crt", "/etc/karmada/pki/karmada.key", "/etc/karmada/pki/ca.crt"}},
+    "artifacts": {"selector": {"app": "karmada-scheduler-estimator-member-b"},
+                  "secret": "karmada-scheduler-estimator-cert",
+                  "files": {"/etc/karmada/pki/server/tls.crt", "/etc/karmada/pki/server/tls.key",
+                            "/etc/karmada/pki/server/ca.crt"}},
+}
+
+
+@pytest.mark.parametrize("layout", KARMADA_INSTALLS)
+def test_each_layout_has_the_selector_and_certificate_files_of_that_karmada_install(layout):
+    objects = host(m.Options(cluster_name="member-b", layout=layout))
+    install = KARMADA_INSTALLS[layout]
+    assert objects["Deployment"]["spec"]["selector"]["matchLabels"] == install["selector"]
+    assert objects["Service"]["spec"]["selector"] == install["selector"]
+    spec = objects["Deployment"]["spec"]["template"]["spec"]
+    flags = dict(arg.split("=", 1) for arg in spec["containers"][0]["args"])
+    assert {flags[f] for f in ("--grpc-auth-cert-file", "--grpc-auth-key-file", "--grpc-client-ca-file")} == install["files"]
+    secrets = {v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
+    assert secrets == {install["secret"], "member-b-kubeconfig"}
+
+
+def test_the_chart_layout_is_the_default_and_its_labels_can_follow_changed_chart_values():
+    assert host()["Deployment"]["spec"]["selector"]["matchLabels"] == KARMADA_INSTALLS["chart"]["selector"]
+    changed = host(VARIANTS["chart labels changed in the chart's values"])["Deployment"]
+    assert changed["spec"]["selector"]["matchLabels"] == {"cluster": "member-b", "app": "estimator", "team": "infra"}
+    with pytest.raises(m.OptionsError, match="cluster"):
+        m.render(m.Options(cluster_name="member-b", chart_labels=(("cluster", "x"),)))
+
+
+def test_the_old_layout_renders_what_the_previous_default_did():
+    """--layout artifacts: the selector and Secret of 0.1.0's manifests, so installs made with
+    them are upgraded in place."""
+    objects = host(m.Options(cluster_name="member-b", layout="artifacts"))
+    spec = objects["Deployment"]["spec"]["template"]["spec"]
+    assert objects["Deployment"]["spec"]["selector"]["matchLabels"] == {"app": "karmada-scheduler-estimator-member-b"}
+    mounts = {v["name"]: v["mountPath"] for v in spec["containers"][0]["volumeMounts"]}
+    assert mounts["server-cert"] == "/etc/karmada/pki/server"
+    assert next(v for v in spec["volumes"] if v["name"] == "server-cert")["secret"]["secretName"] == (
+        "karmada-scheduler-estimator-cert")
+
+
+def test_one_run_renders_every_member_and_the_host_part_is_one_stream(tmp_path):
+    shown = run_manifests("--cluster-name", "member-a,member-b", "--cluster-name", "member-c", "--part", "host")
+    assert shown.returncode == 0, shown.stderr
+    documents = [d for d in yaml.safe_load_all(shown.stdout) if d]
+    assert [(d["kind"], d["metadata"]["name"]) for d in documents if d["kind"] == "Deployment"] == [
+        ("Deployment", f"karmada-scheduler-estimator-member-{x}") for x in "abc"]
+    assert shown.stdout.count("apply to the Karmada host cluster") == 1
+
+    written = run_manifests("--cluster-name", "member-a,member-b", "-o", str(tmp_path))
+    assert written.returncode == 0, written.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "member-a-host.yaml", "member-a-member.yaml", "member-b-host.yaml", "member-b-member.yaml"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--cluster-name", "member-a,member-a"], "given twice"),
+    (["--cluster-name", "member-a,member-b", "--kubeconfig-secret", "k"], "one member"),
+    (["--cluster-name", "member-a", "--layout", "karmadactl", "--chart-labels", "app=x"], "--layout chart only"),
+    (["--cluster-name", "member-a", "--chart-labels", "novalue"], "KEY=VALUE"),
+], ids=["a member named twice is refused", "one kubeconfig Secret for several members is refused",
+        "chart labels outside the chart layout are refused", "a chart label without a value is refused"])
+def test_bad_member_lists_exit_2_with_a_reason(args, message):
+    result = run_manifests(*args)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
 
 
 # ---------------------------------------------------------------------------------------
