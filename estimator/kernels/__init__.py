@@ -8,8 +8,8 @@ component may use (filters already applied).
     sum_fit(available[N,K], request[K], mask[N]) -> int
     first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
     first_fit_bounded(same) -> Packing (first_fit_sets, with .bound from set_bound)
-    best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound)
-    set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more)
+    best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound, .pool)
+    set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more; staged)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
     warmup() -> None
 
