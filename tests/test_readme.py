@@ -157,7 +157,8 @@ def test_the_quick_start_runs_as_written_and_answers_what_the_readme_says(tmp_pa
         process.wait(30)
 
     placed = subprocess.run(local(steps[3]), cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert placed.returncode in (0, 3), placed.stderr  # a member chosen, or none fits: both documented
+    # Any verdict docs/placement-client.md lists (chosen, none fits, undecided, ...), not bad input or a crash.
+    assert placed.returncode not in (1, 2) and "Traceback" not in placed.stderr, placed.stderr
     assert "member-b" in placed.stdout and "member-c" in placed.stdout
 
 
