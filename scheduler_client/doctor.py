@@ -249,8 +249,8 @@ def _dra(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
                    "(Karmada's own reads node allocatable and answers 0 too)"
                    if name in inp.accurate_members else
                    f"deploy this project's estimator for {name}, which counts DRA-served devices (Karmada's general "
-                   "estimator and Karmada's own scheduler-estimator cannot), as the README's \"Install for one "
-                   f"member\" does (karmada-estimator manifests --cluster-name {name} --part member, then --part "
+                   "estimator and Karmada's own scheduler-estimator cannot), as docs/install.md (\"Our manifests\") "
+                   f"says (karmada-estimator manifests --cluster-name {name} --part member, then --part "
                    "host), and run karmada-scheduler with --enable-scheduler-estimator=true")
             if counted:
                 fix += (f". Karmada still takes the minimum with its general estimator's 0 while the Cluster's "

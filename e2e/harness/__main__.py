@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, judge, karmadacp_scenarios, large, placement, procs, restarts
+from e2e.harness import client, faults, install, judge, karmadacp_scenarios, large, placement, procs, restarts
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -41,6 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--judge-members", type=int, default=200,
                    help="members whose answers kube-scheduler judges (e2e/harness/judge.py; 0 skips)")
     p.add_argument("--judge-seed", type=int, default=500000, help="first seed of the judge's members")
+    p.add_argument("--no-install", action="store_true",
+                   help="skip the install routes (Karmada's chart, karmadactl's manifest, ours: e2e/harness/install.py)")
     p.add_argument("--no-karmada-cp", action="store_true",
                    help="skip the jobs submitted to a real Karmada control plane (e2e/harness/karmadacp*.py)")
     p.add_argument("--karmada-restarts", type=int, default=0, metavar="N",
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
         phases[name] = phases.get(name, 0.0) + now - mark[0]
         mark[0] = now
 
-    background = judged = submitted = None
+    background = judged = submitted = installed = None
     diff = None
     try:
         bed = KubeBed(args.bin_dir, args.work, v["KUBERNETES_VERSION"], v["ETCD_VERSION"]).start()
@@ -192,6 +194,11 @@ def main(argv=None) -> int:
             ptally = background.result()
             results["placement"] = (ptally.equal, ptally.fleets)
             phase("placement (waiting for the rest)")
+        if not args.no_install:  # its own apiserver; about half a minute on one core
+            installed = install.run(args.bin_dir, args.work / "install", v, log)
+            results["install"] = installed
+            failed |= not installed.get("ok", False)
+            phase("install routes")
         if judged is not None:
             jtally = judged.result()
             phase("judge (waiting for the rest)")
@@ -226,6 +233,8 @@ def main(argv=None) -> int:
         log(results["judge"].line(v["KUBERNETES_VERSION"]))
     if "karmada" in results:
         log(results["karmada"]["line"])
+    if "install" in results:
+        log(results["install"]["line"])
     k, p, f = results["client"], results["placement"], results["faults"]
     log(f"e2e: {t.clusters} clusters, {t.requests} requests vs karmada-scheduler-estimator {v['KARMADA_VERSION']}: "
         f"{t.mismatches} mismatches (first-fit), {t.best_below_karmada} best below Karmada; "

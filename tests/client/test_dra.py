@@ -216,7 +216,7 @@ DOCTOR_CASES = [
      "member-d serves nvidia.com/gpu only through DRA (8 device(s) on 2 nodes, 6 free, at most 3 on one node, "
      "DeviceClass gpu.example.com)",
      "deploy this project's estimator for member-d, which counts DRA-served devices (Karmada's general estimator "
-     "and Karmada's own scheduler-estimator cannot), as the README's \"Install for one member\" does "
+     "and Karmada's own scheduler-estimator cannot), as docs/install.md (\"Our manifests\") says "
      "(karmada-estimator manifests --cluster-name member-d --part member, then --part host), and run "
      "karmada-scheduler with --enable-scheduler-estimator=true"),
     ("the refusal is for every job asking the resource, however many devices are free", dict(job=JOB_BIG), "error",
