@@ -6,7 +6,10 @@
 Starts its own estimator (`python -m estimator`, loopback only) on a generated member
 (benchmarks.members), then for `--seconds`:
 
-- `--callers` hostile callers, each cycling through the request shapes that used to break it:
+- `--callers` hostile callers in a process of their own, over `--hostile-connections`
+  connections (niced: on a small machine the load generator must not starve the server it
+  measures), each cycling through the request
+  shapes that used to break it:
   1,024-component sets requests (27 KB, within the limits, each a new answer), the same with
   1,024 in-flight workloads, a 3.9 MB resource name, a 3 MB affinity operator, 4 MB of short
   affinity values (a valid request), a line break in `cluster`, absurd quantities, and
@@ -121,6 +124,15 @@ def wellformed_requests() -> list[tuple[str, bytes]]:
     return requests
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _status(pid: int) -> dict[str, int]:
     out = {}
     try:
@@ -154,7 +166,8 @@ class Soak:
             [sys.executable, "-m", "estimator", "--cluster-name", CLUSTER, "--objects", str(member),
              "--objects-cache", "off", "--server-port", str(self.port), "--server-bind-address", "127.0.0.1",
              "--health-probe-bind-address", f"127.0.0.1:{self.probes}", "--metrics-bind-address", "0",
-             "--request-memory-budget", str(self.args.budget_mb * MB), "--packing", self.args.packing],
+             "--request-memory-budget", str(self.args.budget_mb * MB), "--packing", self.args.packing,
+             *self.args.server_args],
             cwd=REPO, stdout=self.log, stderr=self.log, env={**os.environ, "PYTHONPATH": str(REPO)})
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=[
             ("grpc.max_send_message_length", 16 * MB), ("grpc.max_receive_message_length", 16 * MB)])
@@ -172,20 +185,14 @@ class Soak:
         raise RuntimeError("the estimator did not become ready in 300 s")
 
     # --- callers ---------------------------------------------------------------------------
-    def hostile_caller(self, index: int, shapes) -> None:
-        calls = {method: self.channel.unary_unary(method) for method in (SETS, REPLICAS)}
-        turn = index
-        while not self.stop.is_set():
-            name, method, variants = shapes[turn % len(shapes)]
-            request = variants[(turn // len(shapes)) % len(variants)]
-            turn += 1
-            try:
-                calls[method](request, metadata=METADATA, timeout=30)
-                code = "OK"
-            except grpc.RpcError as error:
-                code = error.code().name
-            with self.lock:
-                self.hostile[(name, code)] += 1
+    def hostile_process(self) -> subprocess.Popen:
+        args = self.args
+        return subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.soak", "--hostile-worker", str(self.port), "--callers", str(args.callers),
+             "--scale", str(args.scale), "--seed", str(args.seed), "--seconds", str(args.seconds),
+             "--hostile-connections", str(args.hostile_connections), "--shapes", args.shapes],
+            cwd=REPO, stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(10),
+            env={**os.environ, "PYTHONPATH": str(REPO)})
 
     def wellformed_caller(self, index: int, requests) -> None:
         calls = {method: self.channel.unary_unary(method) for method in (SETS, REPLICAS)}
@@ -226,7 +233,6 @@ class Soak:
     # --- the run -----------------------------------------------------------------------------
     def run(self) -> dict:
         args = self.args
-        rng = random.Random(args.seed)
         member, _ = ensure(MemberSpec(args.nodes, 1, 0.65))
         self.start_server(member)
         try:
@@ -234,27 +240,30 @@ class Soak:
             warm = {method: self.channel.unary_unary(method) for method in (SETS, REPLICAS)}
             for method, request in wellformed:
                 warm[method](request, metadata=METADATA, timeout=30)
-            shapes = hostile_requests(args.scale, rng)
             baseline = _status(self.process.pid).get("VmRSS", 0)
             try:  # peak RSS from here on: the start-up's own peak is not the soak's
                 Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
                 hwm_reset = True
             except OSError:
                 hwm_reset = False
-            threads = [threading.Thread(target=self.hostile_caller, args=(i, shapes), daemon=True)
-                       for i in range(args.callers)]
-            threads += [threading.Thread(target=self.wellformed_caller, args=(i, wellformed), daemon=True)
-                        for i in range(2)]
+            hostile = self.hostile_process()
+            ready = hostile.stdout.readline()  # its requests are made: the soak starts
+            if not ready.startswith("ready"):
+                raise RuntimeError(f"the hostile callers did not start: {ready!r}")
+            threads = [threading.Thread(target=self.wellformed_caller, args=(i, wellformed), daemon=True)
+                       for i in range(2)]
             threads += [threading.Thread(target=self.health_checker, daemon=True),
                         threading.Thread(target=self.sampler, daemon=True)]
-            started = time.monotonic()
+            started, cpu = time.monotonic(), _cpu_seconds(self.process.pid)
             for thread in threads:
                 thread.start()
-            self.stop.wait(args.seconds)
+            counts = json.loads(hostile.communicate(timeout=args.seconds + 120)[0])
             self.stop.set()
             for thread in threads:
                 thread.join(40)
+            self.hostile = Counter({tuple(key.split(" ", 1)): count for key, count in counts.items()})
             wall = time.monotonic() - started
+            cpu = _cpu_seconds(self.process.pid) - cpu
             status = _status(self.process.pid)
             alive = self.process.poll() is None
         finally:
@@ -265,9 +274,11 @@ class Soak:
                 self.process.kill()
         peak = max(self.peak_rss, status.get("VmHWM", 0) if hwm_reset else 0)
         return {
-            "nodes": args.nodes, "seconds": round(wall, 1), "callers": args.callers, "packing": args.packing,
+            "nodes": args.nodes, "seconds": round(wall, 1), "callers": args.callers,
+            "hostile_connections": args.hostile_connections, "packing": args.packing,
             "budget_mb": args.budget_mb, "baseline_rss_mb": round(baseline / MB), "peak_rss_mb": round(peak / MB),
             "rss_limit_mb": args.budget_mb + RSS_MARGIN_MB, "server_alive": alive,
+            "server_cpu_cores": round(cpu / wall, 2), "load_average": os.getloadavg()[0],
             "hostile_calls": sum(self.hostile.values()),
             "hostile": {f"{name} {code}": count for (name, code), count in sorted(self.hostile.items())},
             "wellformed_calls": len(self.wellformed_ms), "wellformed_failures": dict(self.wellformed_failures),
@@ -295,22 +306,72 @@ def verdicts(figures: dict, timed: bool) -> list[str]:
     return missed
 
 
+def hostile_worker(port: int, callers: int, scale: float, seed: int, seconds: float, connections: int,
+                   only: str = "") -> None:
+    """The hostile callers (a process of their own, over `connections` connections): prints
+    "ready" once its requests are made, then after `seconds` one JSON object of counts by
+    "shape code"."""
+    shapes = [shape for shape in hostile_requests(scale, random.Random(seed))
+              if not only or shape[0] in only.split(",")]
+    channels = [grpc.insecure_channel(f"127.0.0.1:{port}", options=[
+        ("grpc.max_send_message_length", 16 * MB), ("grpc.max_receive_message_length", 16 * MB),
+        ("grpc.use_local_subchannel_pool", 1)]) for _ in range(max(1, connections))]
+    counts: Counter = Counter()
+    lock = threading.Lock()
+    print("ready", flush=True)
+    deadline = time.monotonic() + seconds
+
+    def caller(index: int) -> None:
+        channel = channels[index % len(channels)]
+        calls = {method: channel.unary_unary(method) for method in (SETS, REPLICAS)}
+        turn = index
+        while time.monotonic() < deadline:
+            name, method, variants = shapes[turn % len(shapes)]
+            request = variants[(turn // len(shapes)) % len(variants)]
+            turn += 1
+            try:
+                calls[method](request, metadata=METADATA, timeout=30)
+                code = "OK"
+            except grpc.RpcError as error:
+                code = error.code().name
+            with lock:
+                counts[f"{name} {code}"] += 1
+
+    threads = [threading.Thread(target=caller, args=(i,), daemon=True) for i in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(seconds + 60)
+    time.sleep(max(0.0, deadline - time.monotonic()))  # (no callers: the soak still lasts its time)
+    print(json.dumps(counts), flush=True)
+
+
 def run(argv: list[str] | None = None) -> dict:
     """The figures of one soak (see the module docstring), with "missed": the goals missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--callers", type=int, default=64)
+    parser.add_argument("--shapes", default="", help="only these hostile shapes (comma-separated names)")
+    parser.add_argument("--hostile-connections", type=int, default=8,
+                        help="connections the hostile callers share (the well-formed callers have their own)")
     parser.add_argument("--budget-mb", type=int, default=512, help="the server's --request-memory-budget, in MiB")
     parser.add_argument("--packing", default="best", choices=("best", "first-fit"))
     parser.add_argument("--scale", type=float, default=1.0, help="hostile payload sizes x this (1: the issue's)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log", default="", help="write the estimator's log here")
     parser.add_argument("--health-deadline", type=float, default=1.0, help="seconds a health check may take")
+    parser.add_argument("--server-arg", dest="server_args", action="append", default=[],
+                        help="one more flag for the estimator (repeatable), e.g. --server-arg=--parallelism=4")
     parser.add_argument("--quick", action="store_true",
                         help="a few seconds on 500 nodes, smaller payloads; no latency goal (a smoke run)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    parser.add_argument("--hostile-worker", type=int, default=0, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.hostile_worker:
+        hostile_worker(args.hostile_worker, args.callers, args.scale, args.seed, args.seconds,
+                       args.hostile_connections, args.shapes)
+        return {}
     if args.quick:  # a smoke run on a shared machine: behaviour, not timing
         args.nodes, args.seconds, args.callers, args.scale = min(args.nodes, 500), min(args.seconds, 4.0), \
             min(args.callers, 16), min(args.scale, 0.1)
@@ -323,6 +384,8 @@ def run(argv: list[str] | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     figures = run(argv)
+    if not figures:  # a hostile worker
+        return 0
     if figures.pop("json"):
         print(json.dumps(figures))
     else:

@@ -21,7 +21,7 @@ from estimator.core import flags
 from estimator.core.errors import StateLoadError
 from estimator.deploy import cli as manifests_cli
 from estimator.core.model import PACKING_MODES
-from estimator.service import logsetup
+from estimator.service import logsetup, procmem
 from estimator.service.httpendpoints import BindAddressError
 
 log = logging.getLogger("estimator")
@@ -224,8 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "counted in node visits, so answers never depend on timing "
                            "(default 1; 0: first-fit's answer; inf: no limit).")
     ours.add_argument("--max-concurrent-requests", type=int, default=64,
-                      help="RPCs in flight beyond this are refused at once with RESOURCE_EXHAUSTED "
-                           "(a bounded queue, not one that grows); 0: no limit.")
+                      help="Estimate RPCs in flight on one connection beyond this are refused at once with "
+                           "RESOURCE_EXHAUSTED, unread (a bounded queue, not one that grows), and beyond 4x this over "
+                           "all connections; connections are served in turn; health checks are never refused. "
+                           "0: no limit.")
     ours.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
                       help="Largest request message accepted; larger ones get RESOURCE_EXHAUSTED.")
     ours.add_argument("--request-memory-budget", type=_go(flags.parse_byte_quantity, "quantity"), default=512 << 20,
@@ -373,6 +375,7 @@ def _prepare_service() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    procmem.bound_heap_retention()  # first: glibc fixes its arena count when a second one is made
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     argv = flags.normalize_argv(argv, BOOL_FLAGS)

@@ -43,11 +43,13 @@ DEFAULT_MEMO_BYTES = 64 << 20
 _ANSWER_OVERHEAD = 1024  # an answer's objects besides its placement
 
 # What an estimate holds at its peak, in bytes per component and node (placements, masks,
-# the kernels' scratch; tracemalloc measured about 17 for first-fit and best mode) and per
-# column and node (the gathered columns and their working copies). Rounded up:
-# tests/estimate/test_working_bytes.py holds the measured peak below this model.
-CELL_BYTES = 24
-COLUMN_BYTES = 48
+# the kernels' scratch), by packing mode, and per column and node (the gathered columns
+# and their working copies). Measured as the process's peak RSS over a 10k-node member
+# (the kernels' own arrays are numba's, which tracemalloc does not see): first-fit 9-24
+# per cell, best mode 48-55 when its search runs (it keeps candidate placements); columns
+# 32-52. Rounded up: tests/estimate/test_kept_memory.py holds measured peaks below it.
+CELL_BYTES = {"first-fit": 32, "best": 64}
+COLUMN_BYTES = 64
 ESTIMATE_BYTES = 256 << 10  # the objects of any estimate (results, plans, keys)
 
 
@@ -241,11 +243,16 @@ class Estimator:
 
     def working_bytes(self, query: ReplicasQuery | ComponentSetsQuery) -> int:
         """What estimating `query` may hold at its peak on the current snapshot (0: none yet)."""
+        asked = _ASKED.get(query)
+        return self.bytes_for(asked.components, asked.columns)
+
+    def bytes_for(self, components: int, columns: int) -> int:
+        """`working_bytes` of a query of this many components (assumed ones included) and
+        columns (pods and each resource named) on the current snapshot (0: none yet)."""
         snapshot = self._snapshots()
         if snapshot is None:
             return 0
-        asked = _ASKED.get(query)
-        return ESTIMATE_BYTES + snapshot.num_nodes * (asked.components * CELL_BYTES + asked.columns * COLUMN_BYTES)
+        return ESTIMATE_BYTES + snapshot.num_nodes * (components * CELL_BYTES[self.packing] + columns * COLUMN_BYTES)
 
     def memo_bytes(self) -> int:
         """Bytes the answers remembered now hold."""

@@ -2,10 +2,15 @@
 
 Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
 
-- `CountingPool`, the gRPC server's executor for Estimator calls, counts the calls it holds
-  (waiting for a worker or running); the server's interceptor refuses an Estimator call while
-  that count is at `--max-concurrent-requests`. Health checks run on a pool of their own and
-  are never counted or refused (gRPC's own `maximum_concurrent_rpcs` would refuse them too).
+- `FairPool`, the gRPC server's executor for Estimator calls, counts the calls it holds
+  (waiting for a worker or running), in all and per connection. Calls wait in one queue per
+  connection, and free workers take them from the connections in turn: a client flooding
+  its connection delays another client's calls by one of its own at a time, not by its
+  whole queue. A call beyond `--max-concurrent-requests` on its connection is not queued:
+  it goes to the `overflow` executor at once, where it is refused before its request is read
+  (the server's behaviour asks `overflowing()`); beyond 4x that over all connections, the
+  server's interceptor refuses it at once. Health checks run on a pool of their own and are
+  never counted or refused (gRPC's own `maximum_concurrent_rpcs` would refuse them too).
 - `MemoryBudget` is the memory a call may reserve before it spends it: its request's
   decoded size first, then what its estimate may hold at its peak (Estimator.working_bytes).
   A call that does not fit is refused before the memory is spent. Large calls (more than
@@ -16,40 +21,145 @@ Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
 
 from __future__ import annotations
 
+import collections
 import threading
 from concurrent import futures
 
 
-class CountingPool(futures.ThreadPoolExecutor):
-    """A ThreadPoolExecutor that knows how many submitted calls it has not finished."""
+def connection_of(args: tuple) -> object:
+    """The connection a call submitted by gRPC's server came on: its peer address. gRPC
+    submits `context.run(behavior_in_pool, rpc_event, ...)`; anything else (or a gRPC that
+    passes other arguments) shares one queue, which is plain first-come first-served."""
+    try:
+        peer = args[1].call.peer()
+    except Exception:  # noqa: BLE001 - not a call event: no connection to be fair to
+        return None
+    return peer.decode(errors="replace") if isinstance(peer, bytes) else peer  # as ServicerContext.peer()
 
-    def __init__(self, max_workers: int, thread_name_prefix: str = ""):
-        super().__init__(max_workers=max_workers, thread_name_prefix=thread_name_prefix)
+
+class FairPool(futures.Executor):
+    """`max_workers` threads running what is submitted, in turn across keys (`key_of(args)`:
+    the connection), first come first served within a key; it knows how many submitted calls
+    it has not finished (`held`, `held_by`). With `limit_per_key`, work submitted while its
+    key already holds that many runs on `overflow` at once instead of waiting in line."""
+
+    def __init__(self, max_workers: int, thread_name_prefix: str = "", key_of=connection_of,
+                 limit_per_key: int = 0, overflow: futures.Executor | None = None):
+        self._key_of = key_of
+        self._limit_per_key, self._overflow = limit_per_key, overflow
+        self._local = threading.local()
+        self._queues: collections.OrderedDict = collections.OrderedDict()  # key -> deque of work
         self._held = 0
-        self._count_lock = threading.Lock()
+        self._held_by: dict = {}  # key -> calls held
+        self._lock = threading.Condition()
+        self._shutdown = False
+        self._threads = [threading.Thread(target=self._work, name=f"{thread_name_prefix}_{i}", daemon=True)
+                         for i in range(max(1, max_workers))]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def held(self) -> int:
         return self._held
 
-    def submit(self, fn, /, *args, **kwargs):
-        with self._count_lock:
+    def held_by(self, key) -> int:
+        """Calls held for one key (connection), queued or running."""
+        return self._held_by.get(key, 0)
+
+    def overflowing(self) -> bool:
+        """Whether the calling thread runs work sent to `overflow` (to be refused)."""
+        return getattr(self._local, "overflow", False)
+
+    def submit(self, fn, /, *args, **kwargs) -> futures.Future:
+        future: futures.Future = futures.Future()
+        key = self._key_of(args)
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot submit after shutdown")
+            overflows = (self._overflow is not None and self._limit_per_key
+                         and self._held_by.get(key, 0) >= self._limit_per_key)
+            if overflows:
+                self._held += 1
+                self._held_by[key] = self._held_by.get(key, 0) + 1
+        if overflows:
+            try:
+                self._overflow.submit(self._run, (future, fn, args, kwargs, key), True)
+            except BaseException:
+                self._release(key)
+                raise
+            return future
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot submit after shutdown")
+            queue = self._queues.get(key)
+            if queue is None:
+                queue = self._queues[key] = collections.deque()
+            queue.append((future, fn, args, kwargs, key))
             self._held += 1
-        try:
-            return super().submit(self._counted, fn, args, kwargs)
-        except BaseException:
-            self._done()
-            raise
+            self._held_by[key] = self._held_by.get(key, 0) + 1
+            self._lock.notify()
+        return future
 
-    def _counted(self, fn, args, kwargs):
+    def _next(self):
+        """The next piece of work (None: shut down), taken from the first key's queue; that
+        key goes to the back of the turn."""
+        with self._lock:
+            while not self._queues:
+                if self._shutdown:
+                    return None
+                self._lock.wait()
+            key, queue = next(iter(self._queues.items()))
+            work = queue.popleft()
+            if queue:
+                self._queues.move_to_end(key)
+            else:
+                del self._queues[key]
+            return work
+
+    def _work(self) -> None:
+        while True:
+            work = self._next()
+            if work is None:
+                return
+            self._run(work)
+            del work
+
+    def _run(self, work: tuple, overflow: bool = False) -> None:
+        future, fn, args, kwargs, key = work
+        self._local.overflow = overflow
         try:
-            return fn(*args, **kwargs)
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as error:  # noqa: BLE001 - handed to the future, as the stdlib pool does
+                    future.set_exception(error)
         finally:
-            self._done()
+            self._local.overflow = False
+            self._release(key)
 
-    def _done(self) -> None:
-        with self._count_lock:
+    def _release(self, key) -> None:
+        with self._lock:
             self._held -= 1
+            left = self._held_by.get(key, 1) - 1
+            if left:
+                self._held_by[key] = left
+            else:
+                self._held_by.pop(key, None)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shutdown = True
+            if cancel_futures:
+                queues, self._queues = list(self._queues.values()), collections.OrderedDict()
+                for queue in queues:
+                    for future, *_, key in queue:
+                        future.cancel()
+                        self._held -= 1
+                        self._held_by[key] = self._held_by.get(key, 1) - 1
+            self._lock.notify_all()
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 LARGE_CALLS = 1

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from google.protobuf.message import DecodeError, Message
 
@@ -45,9 +45,9 @@ from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 
-__all__ = ["LIMITS", "MAX_TEXT", "QUOTE_LIMIT", "Undecodable", "check_decoded", "component_sets_query",
-           "lenient_decoder", "quoted", "quoted_key", "shown_name", "remembered", "replicas_query", "request_components",
-           "workload_ref"]
+__all__ = ["LIMITS", "MAX_TEXT", "QUOTE_LIMIT", "Undecodable", "Undecoded", "check_decoded",
+           "component_sets_query", "lenient_decoder", "quoted", "quoted_key", "shown_name", "remembered",
+           "replicas_query", "request_components", "workload_ref"]
 
 _NANOSECONDS_PER_SECOND = 1e9
 _TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
@@ -157,12 +157,25 @@ class Undecodable:
         self.type_name = type_name
 
 
-def lenient_decoder(message_type: type[Message]):
+class Undecoded:
+    """A request body left undecoded: larger than the server can take on now (`admit`)."""
+
+    __slots__ = ("type_name", "size")
+
+    def __init__(self, type_name: str, size: int):
+        self.type_name, self.size = type_name, size
+
+
+def lenient_decoder(message_type: type[Message], admit: Callable[[int], bool] | None = None):
     """gRPC request deserializer that never raises: bad bytes become an Undecodable, so the
-    servicer can answer INVALID_ARGUMENT instead of gRPC's INTERNAL."""
+    servicer can answer INVALID_ARGUMENT instead of gRPC's INTERNAL. With `admit`, a body
+    it refuses (by its size, before any decoding) becomes an Undecoded: a flood of large
+    requests is turned away for the price of receiving them."""
     type_name = message_type.DESCRIPTOR.full_name
 
     def decode(data: bytes):
+        if admit is not None and not admit(len(data)):
+            return Undecoded(type_name, len(data))
         try:
             return message_type.FromString(data)
         except Exception:  # noqa: BLE001 - DecodeError, or anything else the runtime raises on bad bytes

@@ -93,3 +93,28 @@ def trim_heap() -> bool:
         return False
     trim.argtypes = [ctypes.c_size_t]
     return bool(trim(0))
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters (malloc.h)
+_M_ARENA_MAX = -8
+# Blocks this large or larger are mapped on their own and unmapped when freed.
+MMAP_THRESHOLD = 1 << 20
+ARENA_MAX = 2
+
+
+def bound_heap_retention() -> bool:
+    """Keep the C heap from holding on to what the server's threads free (glibc's mallopt);
+    False where there is no glibc. By default glibc gives each thread that contends for the
+    heap an arena of its own (up to 8 per core), and an arena keeps what was freed in it:
+    under a flood of 4 MB requests on 16 workers the server's RSS stood 500 MB above what
+    its calls held (peak 744 MB, 523 MB still held after; with 2 arenas 386 and 325, the
+    soak's figures of this shape). A fixed mmap threshold also turns off glibc's raising it
+    to each large block freed, so blocks of 1 MB or more are always unmapped when freed.
+    Call it first thing in the process: glibc fixes its arena count when it first makes a
+    second arena."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_ARENA_MAX, ARENA_MAX))

@@ -15,6 +15,7 @@ server credentials.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from concurrent import futures
@@ -33,7 +34,7 @@ from estimator.cluster.state import ClusterState
 from estimator.estimate.estimate import Estimator
 from estimator.pb import service_pb2
 from estimator.service import procmem
-from estimator.service.admission import CountingPool, MemoryBudget
+from estimator.service.admission import FairPool, MemoryBudget
 from estimator.service.certfiles import ServingFiles, TLSFilesError  # noqa: F401 - TLSFilesError: callers catch it
 from estimator.service.httpendpoints import HttpEndpoint, parse_bind_address
 from estimator.service.metrics import EstimatorMetrics
@@ -49,6 +50,7 @@ _MONITOR_INTERVAL = 0.5
 _HEALTH_THREADS = 2
 _REFUSAL_THREADS = 1
 DEFAULT_REQUEST_MEMORY = 512 << 20
+_SWITCH_INTERVAL = 0.001
 
 
 @dataclass
@@ -136,18 +138,25 @@ _ESTIMATOR_PREFIX = f"/{SERVICE_NAME}/"
 _TLS13 = b"TLSv1.3"
 
 
+# Calls all connections together may hold, in units of --max-concurrent-requests (which
+# bounds each connection's).
+_ALL_CONNECTIONS = 4
+
+
 class _Admission(grpc.ServerInterceptor):
     """Runs in gRPC's serving thread, before a call is queued: refuses an Estimator call at
-    once while `limit` calls are held by the estimate pool; with `tls13_per_call` (the
-    transport could not be pinned to TLS 1.3, see tlsfloor) refuses any call made over an
-    older TLS version. Health checks are never refused by the limit."""
+    once while the estimate pool holds `limit` x _ALL_CONNECTIONS calls (one connection's
+    are bounded by `limit` where a worker takes them: `per_connection`); with
+    `tls13_per_call` (the transport could not be pinned to TLS 1.3, see tlsfloor) refuses any
+    call made over an older TLS version. Health checks are never refused by the limit."""
 
-    def __init__(self, pool: CountingPool, limit: int, refusals: futures.ThreadPoolExecutor, tls13_per_call: bool):
-        self._pool, self._limit, self._tls13 = pool, limit, tls13_per_call
+    def __init__(self, pool: FairPool, limit: int, refusals: futures.ThreadPoolExecutor, tls13_per_call: bool):
+        self._pool, self._limit, self._tls13 = pool, limit * _ALL_CONNECTIONS, tls13_per_call
 
         def refuse(_requests, context):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"more than {limit} calls in flight (--max-concurrent-requests); try again later")
+                          f"more than {limit * _ALL_CONNECTIONS} calls in flight over all connections "
+                          f"({_ALL_CONNECTIONS} x --max-concurrent-requests); try again later")
 
         # Streaming in: the refusal never reads (nor decodes) the request, whatever its size.
         self._refusal = grpc.stream_unary_rpc_method_handler(_in_pool(refuse, refusals))
@@ -218,19 +227,28 @@ class EstimatorServer:
             # window to the message's size), not megabytes.
             ("grpc.http2.bdp_probe", 0),
         ]
-        self._pool = CountingPool(max(1, self.config.parallelism), thread_name_prefix="rpc")
         self._side_pools = [futures.ThreadPoolExecutor(_HEALTH_THREADS, thread_name_prefix="health"),
                             futures.ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="refuse")]
+        self._pool = FairPool(max(1, self.config.parallelism), thread_name_prefix="rpc",
+                              limit_per_key=self.config.max_concurrent_requests, overflow=self._side_pools[1])
         admission = _Admission(self._pool, self.config.max_concurrent_requests, self._side_pools[1],
                                tls13_per_call=self._tls_files is not None and not tlsfloor.transport_floor())
         # No maximum_concurrent_rpcs: gRPC's own limit counts health checks too.
         server = grpc.server(self._pool, options=options, interceptors=(admission,))
         servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics, self.budget)
-        add_to_server(servicer, server)
+        add_to_server(servicer, server, self._per_connection if self.config.max_concurrent_requests else None)
         server.add_generic_rpc_handlers((_health_handler(self._health, self._side_pools[0]),))
         reflection.enable_server_reflection((SERVICE_NAME, HEALTH_SERVICE, reflection.SERVICE_NAME), server)
         self._set_health(False)
         return server
+
+    def _per_connection(self) -> str | None:
+        """Refuses a call (unread) that came while its connection held the limit (the pool
+        sent it to the refusal thread, see admission.FairPool)."""
+        if not self._pool.overflowing():
+            return None
+        return (f"more than {self.config.max_concurrent_requests} calls in flight on this connection "
+                f"(--max-concurrent-requests); try again later")
 
     def _bind_grpc(self) -> int:
         address = f"{self.config.server_bind_address}:{self.config.server_port}"
@@ -349,6 +367,10 @@ class EstimatorServer:
 
     # --- lifecycle ----------------------------------------------------------------
     def start(self) -> None:
+        # A shorter slice of the interpreter lock than Python's 5 ms: under a flood of large
+        # requests a dozen worker threads want it at once, and a small call (a health check,
+        # a scheduler's estimate) waits a slice per thread for each of its few turns.
+        sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_INTERVAL))
         for endpoint in self._http:
             endpoint.start()
         self._grpc.start()
@@ -377,7 +399,7 @@ class EstimatorServer:
         self._ready = False
         self._set_health(False)
         self._grpc.stop(grace).wait()
-        for pool in self._side_pools:
+        for pool in (self._pool, *self._side_pools):
             pool.shutdown(wait=False)
         for endpoint in self._http:
             endpoint.stop()

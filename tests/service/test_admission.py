@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 
-from estimator.service.admission import CountingPool, MemoryBudget, Reservation
+from estimator.service.admission import FairPool, MemoryBudget, Reservation
 
 MB = 2**20
 
@@ -42,7 +43,7 @@ def test_no_budget_refuses_nothing():
 
 
 def test_the_pool_counts_what_it_holds_queued_or_running():
-    pool = CountingPool(1)
+    pool = FairPool(1, key_of=lambda args: None)
     release = threading.Event()
     futures = [pool.submit(release.wait, 10) for _ in range(3)]
     assert pool.held == 3
@@ -54,3 +55,32 @@ def test_the_pool_counts_what_it_holds_queued_or_running():
     assert isinstance(failing.exception(10), ZeroDivisionError)
     assert pool.held == 0
     pool.shutdown()
+
+
+def test_the_pool_takes_work_from_each_connection_in_turn():
+    pool = FairPool(1, key_of=lambda args: args[0])
+    release, ran = threading.Event(), []
+    pool.submit(lambda key: release.wait(10), "flood")  # the one worker is busy
+    for i in range(10):
+        pool.submit(ran.append, "flood")
+    pool.submit(ran.append, "scheduler")
+    release.set()
+    deadline = time.monotonic() + 10
+    while len(ran) < 11 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran.index("scheduler") <= 1, "the other connection waits for one call of the flood, not for ten"
+    pool.shutdown()
+
+
+def test_the_pool_finds_the_connection_of_a_grpc_call():
+    class Call:
+        def peer(self):
+            return "ipv4:127.0.0.1:4242"
+
+    class Event:
+        call = Call()
+
+    from estimator.service.admission import connection_of
+
+    assert connection_of((print, Event(), "state")) == "ipv4:127.0.0.1:4242"
+    assert connection_of(("anything",)) is None

@@ -303,3 +303,39 @@ def test_health_is_answered_at_once_while_estimates_fill_the_limit_and_every_wor
     finally:
         held.release.set()
         server.stop(0)
+
+
+class Slow:
+    """Every MaxAvailableReplicas call takes `seconds` in the estimator."""
+
+    def __init__(self, server, seconds: float):
+        real = server.estimator.max_available_replicas
+
+        def slow(query):
+            time.sleep(seconds)
+            return real(query)
+
+        server.estimator.max_available_replicas = slow
+
+
+def test_a_flood_on_one_connection_neither_queues_nor_refuses_another_connections_calls():
+    server = start_server(CLUSTER, max_concurrent_requests=6, parallelism=1)
+    Slow(server, 0.3)
+    flood = stub(server)  # one connection
+    # A scheduler's, of its own (channels in one process otherwise share their connection).
+    other = service_pb2_grpc.EstimatorStub(grpc.insecure_channel(
+        f"127.0.0.1:{server.port}", options=[("grpc.use_local_subchannel_pool", 1)]))
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            flooding = [pool.submit(code_of, lambda: flood.MaxAvailableReplicas(GPU_REPLICAS, timeout=30))
+                        for _ in range(12)]
+            time.sleep(0.2)  # one running, five waiting, six refused
+            started = time.monotonic()
+            assert other.MaxAvailableComponentSets(GPU_SETS, timeout=10).maxSets == GPU_ANSWER
+            waited = time.monotonic() - started
+            codes = [f.result() for f in flooding]
+        # First come, first served would have made it wait for the five queued ahead (1.5 s).
+        assert waited < 0.9
+        assert codes.count(grpc.StatusCode.OK) == 6 and codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 6
+    finally:
+        server.stop(0)
