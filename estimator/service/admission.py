@@ -14,15 +14,17 @@ Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
 - `MemoryBudget` is the memory a call may reserve before it spends it: its request's
   decoded size first, then what its estimate may hold at its peak (Estimator.working_bytes).
   A call that does not fit is refused before the memory is spent. Large calls (more than
-  1/64 of the budget each) may fill only 3/4 of it, and only `LARGE_CALLS` of them run at
-  once: a flood of large calls leaves room, workers and interpreter time for the small ones
-  real schedulers send (converting a 4 MB request is Python work that holds the GIL).
+  1/64 of the budget each) may fill only 3/4 of it, only `LARGE_CALLS` of them run at once,
+  and after one the next waits `LARGE_PAUSE` times as long as it took: a flood of large
+  calls leaves room, workers and interpreter time (decoding and refusing a 4 MB request is
+  Python work that holds the GIL for milliseconds) to the small calls real schedulers send.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
+import time
 from concurrent import futures
 
 
@@ -163,23 +165,30 @@ class FairPool(futures.Executor):
 
 
 LARGE_CALLS = 1
+LARGE_PAUSE = 3.0  # large calls get at most 1 / (1 + LARGE_PAUSE) of the time
 
 
 class MemoryBudget:
     """Bytes calls in flight may reserve together (0: no budget)."""
 
-    def __init__(self, total: int, large_calls: int = LARGE_CALLS):
+    def __init__(self, total: int, large_calls: int = LARGE_CALLS, large_pause: float = LARGE_PAUSE):
         self.total = total
         self.large = total // 64
         self.large_calls = large_calls
+        self.large_pause = large_pause
         self._used = 0
         self._peak = 0
         self._large_in_flight = 0
+        self._large_after = 0.0  # time.monotonic() from which a large call may start
         self._lock = threading.Lock()
 
     @property
     def large_in_flight(self) -> int:
         return self._large_in_flight
+
+    def large_open(self) -> bool:
+        """Whether a large call could start now."""
+        return self._large_in_flight < self.large_calls and time.monotonic() >= self._large_after
 
     @property
     def used(self) -> int:
@@ -198,7 +207,7 @@ class MemoryBudget:
             return True
         limit = self.total * 3 // 4 if large_call else self.total
         with self._lock:
-            if self._used + size > limit or (new_large_call and self._large_in_flight >= self.large_calls):
+            if self._used + size > limit or (new_large_call and not self.large_open()):
                 return False
             self._used += size
             self._large_in_flight += new_large_call
@@ -206,34 +215,40 @@ class MemoryBudget:
                 self._peak = self._used
             return True
 
-    def release(self, size: int, large_call: bool = False) -> None:
+    def release(self, size: int, large_call: bool = False, large_seconds: float = 0.0) -> None:
+        """Give back `size` bytes; a large call also says how long it held its place."""
         if self.total <= 0 or size <= 0:
             return
         with self._lock:
             self._used -= size
             self._large_in_flight -= large_call
+            if large_call:
+                self._large_after = max(self._large_after, time.monotonic() + large_seconds * self.large_pause)
 
 
 class Reservation:
     """One call's share of a MemoryBudget, grown as the call learns its size; `close()`
     gives it all back (call it in a finally)."""
 
-    __slots__ = ("budget", "held", "large")
+    __slots__ = ("budget", "held", "large", "large_since")
 
     def __init__(self, budget: MemoryBudget):
         self.budget = budget
         self.held = 0
         self.large = False
+        self.large_since = 0.0
 
     def grow(self, size: int) -> bool:
         becomes_large = not self.large and self.held + size > self.budget.large
         if not self.budget.reserve(size, self.large or becomes_large, becomes_large):
             return False
         self.held += size
-        self.large = self.large or becomes_large
+        if becomes_large:
+            self.large, self.large_since = True, time.monotonic()
         return True
 
     def close(self) -> None:
         held, self.held = self.held, 0
-        self.budget.release(held, self.large and held > 0)
+        large = self.large and held > 0
+        self.budget.release(held, large, time.monotonic() - self.large_since if large else 0.0)
         self.large = False

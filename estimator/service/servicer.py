@@ -182,16 +182,15 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         large call waits for none while every large call's place is taken (the call is
         refused, see `_admit`). Runs in gRPC's serving thread, before the body is parsed."""
         budget = self.budget
-        return (size * DECODED_BYTES_PER_BYTE <= budget.large or budget.total <= 0
-                or budget.large_in_flight < budget.large_calls)
+        return size * DECODED_BYTES_PER_BYTE <= budget.large or budget.total <= 0 or budget.large_open()
 
     def _admit(self, request, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""
         if isinstance(request, convert.Undecoded):
             raise OverBudget(f"request memory budget: decoding this request needs about "
-                             f"{_mib(request.size * DECODED_BYTES_PER_BYTE)}, and {self.budget.large_in_flight} of "
-                             f"{self.budget.large_calls} large calls are in flight (--request-memory-budget); "
-                             f"try again later")
+                             f"{_mib(request.size * DECODED_BYTES_PER_BYTE)}, a large call, and large calls are "
+                             f"taken ({self.budget.large_in_flight} of {self.budget.large_calls} in flight, and a "
+                             f"pause after each) (--request-memory-budget); try again later")
         convert.check_decoded(request)
         self._reserve(reservation, request.ByteSize() * DECODED_BYTES_PER_BYTE, "decoding this request")
 

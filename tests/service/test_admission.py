@@ -23,7 +23,7 @@ def test_reservations_never_pass_the_budget_and_give_everything_back():
 
 
 def test_only_one_large_call_at_a_time_and_large_calls_leave_a_quarter_to_small_ones():
-    budget = MemoryBudget(64 * MB)
+    budget = MemoryBudget(64 * MB, large_pause=0)
     first, second, small = Reservation(budget), Reservation(budget), Reservation(budget)
     assert first.grow(2 * MB)  # above 1/64 of the budget: large
     assert not second.grow(2 * MB), "a second large call waits for none: it is refused"
@@ -35,6 +35,18 @@ def test_only_one_large_call_at_a_time_and_large_calls_leave_a_quarter_to_small_
     second.close()
     small.close()
     assert budget.used == 0 and budget.large_in_flight == 0
+
+
+def test_after_a_large_call_the_next_waits_three_times_as_long_as_it_took():
+    budget = MemoryBudget(64 * MB)
+    first = Reservation(budget)
+    assert first.grow(2 * MB)
+    time.sleep(0.2)
+    first.close()
+    assert not budget.large_open() and not Reservation(budget).grow(2 * MB)
+    assert Reservation(budget).grow(MB // 2), "small calls do not wait"
+    time.sleep(0.7)
+    assert budget.large_open() and Reservation(budget).grow(2 * MB)
 
 
 def test_no_budget_refuses_nothing():
