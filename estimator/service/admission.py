@@ -15,9 +15,10 @@ Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
   decoded size first, then what its estimate may hold at its peak (Estimator.working_bytes).
   A call that does not fit is refused before the memory is spent. Large calls (more than
   1/64 of the budget each) may fill only 3/4 of it, only `LARGE_CALLS` of them run at once,
-  and after one the next waits `LARGE_PAUSE` times as long as it took: a flood of large
-  calls leaves room, workers and interpreter time (decoding and refusing a 4 MB request is
-  Python work that holds the GIL for milliseconds) to the small calls real schedulers send.
+  and after one that others had to be turned away for, the next waits `LARGE_PAUSE` times as
+  long as it took: a flood of large calls leaves room, workers and interpreter time (decoding
+  and refusing a 4 MB request is Python work that holds the GIL for milliseconds) to the
+  small calls real schedulers send, while large calls one after another are not delayed.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class FairPool(futures.Executor):
 
 
 LARGE_CALLS = 1
-LARGE_PAUSE = 3.0  # large calls get at most 1 / (1 + LARGE_PAUSE) of the time
+LARGE_PAUSE = 3.0  # contended, large calls get at most 1 / (1 + LARGE_PAUSE) of the time
 
 
 class MemoryBudget:
@@ -180,6 +181,7 @@ class MemoryBudget:
         self._peak = 0
         self._large_in_flight = 0
         self._large_after = 0.0  # time.monotonic() from which a large call may start
+        self._large_contended = False  # a large call was turned away since the last one began
         self._lock = threading.Lock()
 
     @property
@@ -189,6 +191,10 @@ class MemoryBudget:
     def large_open(self) -> bool:
         """Whether a large call could start now."""
         return self._large_in_flight < self.large_calls and time.monotonic() >= self._large_after
+
+    def turn_away_large(self) -> None:
+        """A large call was refused its place (the one in flight will pause the next)."""
+        self._large_contended = True
 
     @property
     def used(self) -> int:
@@ -207,7 +213,10 @@ class MemoryBudget:
             return True
         limit = self.total * 3 // 4 if large_call else self.total
         with self._lock:
-            if self._used + size > limit or (new_large_call and not self.large_open()):
+            if new_large_call and not self.large_open():
+                self._large_contended = True
+                return False
+            if self._used + size > limit:
                 return False
             self._used += size
             self._large_in_flight += new_large_call
@@ -222,8 +231,9 @@ class MemoryBudget:
         with self._lock:
             self._used -= size
             self._large_in_flight -= large_call
-            if large_call:
+            if large_call and self._large_contended:
                 self._large_after = max(self._large_after, time.monotonic() + large_seconds * self.large_pause)
+                self._large_contended = False
 
 
 class Reservation:

@@ -182,7 +182,10 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         large call waits for none while every large call's place is taken (the call is
         refused, see `_admit`). Runs in gRPC's serving thread, before the body is parsed."""
         budget = self.budget
-        return size * DECODED_BYTES_PER_BYTE <= budget.large or budget.total <= 0 or budget.large_open()
+        if size * DECODED_BYTES_PER_BYTE <= budget.large or budget.total <= 0 or budget.large_open():
+            return True
+        budget.turn_away_large()
+        return False
 
     def _admit(self, request, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""

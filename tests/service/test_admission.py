@@ -37,10 +37,21 @@ def test_only_one_large_call_at_a_time_and_large_calls_leave_a_quarter_to_small_
     assert budget.used == 0 and budget.large_in_flight == 0
 
 
-def test_after_a_large_call_the_next_waits_three_times_as_long_as_it_took():
+def test_large_calls_one_after_another_do_not_wait():
+    budget = MemoryBudget(64 * MB)
+    for _ in range(3):
+        call = Reservation(budget)
+        assert call.grow(2 * MB)
+        time.sleep(0.05)
+        call.close()
+        assert budget.large_open()
+
+
+def test_after_a_large_call_others_were_turned_away_for_the_next_waits_three_times_as_long():
     budget = MemoryBudget(64 * MB)
     first = Reservation(budget)
     assert first.grow(2 * MB)
+    assert not Reservation(budget).grow(2 * MB)  # contended
     time.sleep(0.2)
     first.close()
     assert not budget.large_open() and not Reservation(budget).grow(2 * MB)
