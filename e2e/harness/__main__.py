@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from e2e.harness import client, faults, install, judge, karmadacp_scenarios, large, placement, procs, restarts
+from e2e.harness import client, faults, install, judge, karmadacp_scenarios, large, placement, procs, restarts, rotation
 from e2e.harness.cluster import KubeBed
 from e2e.harness.differential import Differential
 from e2e.harness.estimators import karmadas, ours
@@ -41,6 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--judge-members", type=int, default=200,
                    help="members whose answers kube-scheduler judges (e2e/harness/judge.py; 0 skips)")
     p.add_argument("--judge-seed", type=int, default=500000, help="first seed of the judge's members")
+    p.add_argument("--no-rotation", action="store_true",
+                   help="skip rotating our serving certificate under load through Karmada's client (e2e/harness/rotation.py)")
     p.add_argument("--no-install", action="store_true",
                    help="skip the install routes (Karmada's chart, karmadactl's manifest, ours: e2e/harness/install.py)")
     p.add_argument("--no-karmada-cp", action="store_true",
@@ -199,6 +201,11 @@ def main(argv=None) -> int:
             results["install"] = installed
             failed |= not installed.get("ok", False)
             phase("install routes")
+        if not args.no_rotation:  # about 20 s: two certificate swaps under Karmada's client's calls
+            rotation_failed, rotation_calls = rotation.run(args.bin_dir, args.work, v, log)
+            results["rotation"] = (rotation_failed, rotation_calls)
+            failed |= rotation_failed > 0 or rotation_calls == 0
+            phase("certificate rotation")
         if judged is not None:
             jtally = judged.result()
             phase("judge (waiting for the rest)")
