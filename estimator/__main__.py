@@ -101,14 +101,14 @@ def _wants_json(argv: list[str]) -> bool:
 
 
 class _EstimatorParser(_Parser):
-    """--cluster-name is required unless a subcommand runs. argparse's own `required=True`
+    """--cluster-name is required unless a subcommand (or --version) runs. argparse's own `required=True`
     would also demand it of `karmada-estimator manifests ...`, so it is checked here."""
 
     subcommands: dict[str, argparse.ArgumentParser]
 
     def parse_known_args(self, args=None, namespace=None):
         parsed, extra = super().parse_known_args(args, namespace)
-        if parsed.command is None and parsed.cluster_name is None:
+        if parsed.command is None and parsed.cluster_name is None and not getattr(parsed, "version", False):
             self.error("the following arguments are required: --cluster-name")
         return parsed, extra
 
@@ -130,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     render = commands.add_parser("manifests", help=manifests_cli.SUMMARY, description=manifests_cli.SUMMARY,
                                  epilog=manifests_cli.EPILOG)
     manifests_cli.add_arguments(render)
-    p.subcommands = {"manifests": render}
+    show = commands.add_parser("version", help="print the version and exit (as Karmada's `version` subcommand)")
+    p.subcommands = {"manifests": render, "version": show}
+    p.add_argument("--version", action="store_true", help="print the version and exit")
     src = p.add_argument_group("cluster state (one of)")
     src.add_argument("--objects", action="append", default=[], metavar="FILE",
                      help="kubectl-style file (v1 List YAML/JSON or multi-document YAML) describing the member; "
@@ -388,6 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         failing.error(f"unknown flag: {flag.split('=', 1)[0]}" if flag else f"unexpected argument: {extra[0]}")
     if args.command == "manifests":
         return manifests_cli.run(parser.subcommands["manifests"], args)
+    if args.command == "version" or args.version:
+        from estimator.service.buildinfo import version_line
+
+        print(version_line())
+        return 0
     gates = feature_gates(args)
     options = log_options(parser, args, gates)
     _validate(parser, args)

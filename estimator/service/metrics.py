@@ -9,12 +9,16 @@ import time
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Gauge
+
+from estimator.service.buildinfo import build_info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
 prometheus_client.disable_created_metrics()
 
 SUBSYSTEM = "karmada_scheduler_estimator"
+BUILD_LABELS = tuple(build_info())  # karmada_build_info's labels: Karmada's pkg/version names
+
 
 TYPE_MAX_AVAILABLE_REPLICAS = "MaxAvailableReplicas"
 TYPE_MAX_AVAILABLE_COMPONENT_SETS = "MaxAvailableComponentSets"
@@ -117,6 +121,13 @@ class EstimatorMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # What Karmada's components export besides their own: the process, the runtime, the build.
+        prometheus_client.ProcessCollector(registry=self.registry)
+        prometheus_client.PlatformCollector(registry=self.registry)
+        prometheus_client.GCCollector(registry=self.registry)
+        build = Gauge("karmada_build_info", "The estimator's build, as Karmada's components label theirs.",
+                      BUILD_LABELS, registry=self.registry)
+        build.labels(**build_info()).set(1)
         self.hot = hot = _RequestPathMetrics()
         self.requests = hot.family(f"{SUBSYSTEM}_estimating_request_total", "Number of scheduler estimator requests",
                                    ["result", "type"])

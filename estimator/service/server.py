@@ -262,11 +262,16 @@ class EstimatorServer:
         return port
 
     def _build_http(self) -> list[HttpEndpoint]:
-        endpoints = []
         probes = parse_bind_address(self.config.health_probe_bind_address)
-        if probes is not None:
-            endpoints.append(HttpEndpoint(probes, {"/healthz": self._healthz, "/readyz": self._readyz}, "probes"))
         metrics = parse_bind_address(self.config.metrics_bind_address)
+        probe_routes = {"/healthz": self._healthz, "/readyz": self._readyz}
+        # One address (a fixed port; port 0 asks each for a free one): one endpoint serving both,
+        # as controller-runtime does; two listeners on it would fail the second bind.
+        if probes is not None and probes == metrics and probes[1] != 0:
+            return [HttpEndpoint(probes, {**probe_routes, "/metrics": self._metrics_page}, "probes and metrics")]
+        endpoints = []
+        if probes is not None:
+            endpoints.append(HttpEndpoint(probes, probe_routes, "probes"))
         if metrics is not None:
             endpoints.append(HttpEndpoint(metrics, {"/metrics": self._metrics_page}, "metrics"))
         return endpoints
