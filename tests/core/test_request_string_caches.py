@@ -4,27 +4,16 @@ with a 3.9 MB resource name each took a server from 110 to 1,641 MB of RSS."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 
 import pytest
 
 from estimator.core import filters, resources
 from estimator.core.model import NodeSelectorRequirement, NodeSelectorTerm
+from tests.support.memory import kept_bytes
 
 MB = 10**6
 
 
-def kept_bytes(work) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        work()
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 def test_quantities_of_long_names_are_read_but_not_kept():

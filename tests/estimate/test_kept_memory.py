@@ -23,6 +23,7 @@ from estimator.estimate.estimate import Estimator
 from estimator.estimate import querymemo
 from estimator.estimate.querymemo import IdentityMemo
 from tests.support.builders import GPU, node
+from tests.support.memory import kept_bytes
 
 NODES = 300
 MI = 2**20
@@ -47,17 +48,6 @@ def wide_job(components: int, cpu: int, names: int = 0, assumed: int = 0) -> Com
     return ComponentSetsQuery(parts, "ns", busy)
 
 
-def kept_bytes(work) -> int:
-    """Bytes still allocated after `work()` (and a collection) that were not before."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        work()
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.mark.parametrize("packing", ["first-fit", "best"])

@@ -13,12 +13,10 @@
 
 from __future__ import annotations
 
-import gc
 import re
 import logging
 import threading
 import time
-import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -30,6 +28,7 @@ from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import service_pb2_grpc
 from estimator.service.logsetup import REQUEST_LOGGER, KlogTextFormatter
 from tests.support.servers import quantity, start_server, stub
+from tests.support.memory import kept_bytes
 
 CLUSTER = "member-a"
 GPU_SETS = pb.MaxAvailableComponentSetsRequest(cluster=CLUSTER, namespace="ml-team", components=[
@@ -100,17 +99,7 @@ def sets_with_operator(operator: str) -> pb.MaxAvailableComponentSetsRequest:
 
 def in_process_kept(work) -> int:
     """Bytes still allocated in this process (server included) after `work()`."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        work()
-        gc.collect()
-        time.sleep(0.2)  # the log thread's batch
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    return kept_bytes(work, settle=0.2)  # the log thread's batch
 
 
 # ---------------------------------------------------------------------------------------
