@@ -32,6 +32,9 @@ from scheduler_client.wire import component_sets_request
 
 UNKNOWN = -1
 OBJECT_METADATA_KEY = "object"
+# The certificate our estimator sends with each component-set answer (Karmada's does not).
+BOUND_METADATA_KEY = "x-estimator-bound"
+PROVEN_METADATA_KEY = "x-estimator-proven-optimal"
 DEFAULT_TIMEOUT_SECONDS = 3.0  # karmada-scheduler --scheduler-estimator-timeout
 DEFAULT_PORT = 10352
 DEFAULT_SERVICE_PREFIX = "karmada-scheduler-estimator"
@@ -87,6 +90,21 @@ class Answer:
     value: int  # UNKNOWN when the estimator could not answer
     reason: str = ""
     seconds: float = 0.0
+    # The server's certificate: the bound no placement exceeds and whether the answer reaches
+    # it; None when the server sent none (Karmada's estimator, or an older one of ours).
+    bound: int | None = None
+    proven_optimal: bool | None = None
+
+    def certificate(self) -> str:
+        """ "4 sets (proven optimal)", "4 sets (at most 5)", or "" without a certificate."""
+        if self.value < 0 or self.proven_optimal is None:
+            return ""
+        sets = f"{self.value} set{'' if self.value == 1 else 's'}"
+        if self.proven_optimal:
+            return f"{sets} (proven optimal)"
+        if self.bound is None:
+            return f"{sets} (not proven optimal: no bound known)"
+        return f"{sets} (at most {self.bound})"
 
     @property
     def failed(self) -> bool:
@@ -179,17 +197,29 @@ def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key
                       time.monotonic() - started)
     try:
         stub = service_pb2_grpc.EstimatorStub(channel)
-        response = stub.MaxAvailableComponentSets(
+        response, call = stub.MaxAvailableComponentSets.with_call(
             component_sets_request(endpoint.member, query),
             timeout=max(deadline - time.monotonic(), 0.0),
             metadata=((OBJECT_METADATA_KEY, object_key),),
             wait_for_ready=False,
         )
-        return Answer(endpoint.member, response.maxSets, seconds=time.monotonic() - started)
+        bound, proven = read_certificate(call.trailing_metadata() or ())
+        return Answer(endpoint.member, response.maxSets, seconds=time.monotonic() - started,
+                      bound=bound, proven_optimal=proven)
     except grpc.RpcError as error:
         return Answer(endpoint.member, UNKNOWN, _reason(error, endpoint, timeout), time.monotonic() - started)
     finally:
         channel.close()
+
+
+def read_certificate(metadata) -> tuple[int | None, bool | None]:
+    """The bound and the proven flag from the answer's trailing metadata; a value that does
+    not parse counts as absent (a certificate is advice, never trusted over the answer)."""
+    values = {key: value for key, value in metadata}
+    text = values.get(BOUND_METADATA_KEY, "")
+    bound = int(text) if text.isdigit() and len(text) <= 19 else None
+    proven = {"true": True, "false": False}.get(values.get(PROVEN_METADATA_KEY, ""))
+    return bound, proven
 
 
 def ask_all(endpoints: Sequence[Endpoint], query: ComponentSetsQuery, object_key: str,

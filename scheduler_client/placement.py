@@ -77,6 +77,9 @@ class MemberResult:
     eligible: bool
     verdict: str
     reasons: tuple[str, ...]
+    # The accurate answer's certificate (None: none came): its bound and whether it reaches it.
+    accurate_bound: int | None = None
+    accurate_proven_optimal: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ class _Row:
     rejected_by: dict[str, str]  # affinity term name -> reason; "*" for term-independent filters
     blockers: tuple[str, ...]
     dra_blind: tuple[dra.DraResource, ...] = ()  # requested, served through DRA, absent from the summary
+    answer: Answer | None = None  # its accurate estimator's, with the certificate if one came
 
     def filter_reason(self, term: str) -> str | None:
         return self.rejected_by.get("*") or self.rejected_by.get(term)
@@ -210,6 +214,9 @@ def _reasons(row: _Row, verdict: str, term: str, strategy: str) -> tuple[str, ..
         estimate = row.estimates[name]
         if estimate.value == UNKNOWN:
             lines.append(f"{name} estimator: {estimate.reason}")
+    certificate = row.answer.certificate() if row.answer is not None else ""
+    if certificate:
+        lines.append(f"{ACCURATE} estimator: {certificate}")
     return tuple(lines)
 
 
@@ -308,7 +315,7 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
         merged = merge({name: e.value for name, e in estimates.items()})
         blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
         rows.append(_Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers,
-                         dra.member_blind(m, requested)))
+                         dra.member_blind(m, requested), answers.get(m.name)))
 
     selected, chosen_term = None, placement.affinity_terms[0].name
     for term in placement.affinity_terms:
@@ -384,6 +391,8 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             eligible=row.member.name in chosen_names if compatible else eligible and row.sets >= 1,
             verdict=verdict,
             reasons=reasons,
+            accurate_bound=row.answer.bound if row.answer is not None else None,
+            accurate_proven_optimal=row.answer.proven_optimal if row.answer is not None else None,
         ))
     warnings = _warnings(job, placement, rows, options, selected)
     if assumed and any(assumed.values()) and not honoured:

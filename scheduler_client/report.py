@@ -2,6 +2,7 @@
 
 JSON: {"job": {...}, "components": [...], "members": [{"name", "estimates": {"general": n,
 "resource-models": n|null, "accurate": n|null}, "sets": n, "eligible": bool, "reasons": [...],
+"accurateCertificate": {"bound": n|null, "provenOptimal": bool|null} (null: no certificate came),
 "verdict", "estimateReasons", "components": [{"name", "replicas"}], "inFlight": [text]}],
 "selected": name|null, "targets": [{"name", "replicas", "components": [{"name", "replicas"}]}],
 "karmadaCompatible": bool, "karmada": {"targets": [{"name", "replicas", "components"}], "error": text|null,
@@ -107,6 +108,7 @@ def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None
                 "reasons": list(m.reasons),
                 "verdict": m.verdict,
                 "estimateReasons": {name: m.estimate_reasons[name] for name in ESTIMATORS},
+                "accurateCertificate": {"bound": m.accurate_bound, "provenOptimal": m.accurate_proven_optimal},
                 "components": components_json(result.components),
                 "inFlight": list(result.in_flight.get(m.name, ())),
             }

@@ -117,6 +117,18 @@ class _Optimality:
         return f"bound={bound} (may miss up to {bound - sets}, {(bound - sets) / bound:.1%})"
 
 
+# The answer's certificate, as response metadata Karmada's client ignores: the upper bound
+# no placement exceeds (absent when not known) and whether the answer reaches it.
+BOUND_METADATA_KEY = "x-estimator-bound"
+PROVEN_METADATA_KEY = "x-estimator-proven-optimal"
+
+
+def certificate_metadata(sets: int, bound: int | None) -> tuple[tuple[str, str], ...]:
+    proven = bound is not None and sets >= bound
+    pairs = ((PROVEN_METADATA_KEY, "true" if proven else "false"),)
+    return pairs if bound is None else ((BOUND_METADATA_KEY, str(bound)),) + pairs
+
+
 def _admitted(behavior, admit: Callable[[], str | None]):
     """`behavior` for a unary call served as a stream in (the request is not read before the
     behavior runs): `admit()` may refuse the call first, without reading its request."""
@@ -263,6 +275,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         if log.isEnabledFor(logging.DEBUG):
             request_line(log, logging.DEBUG, "MaxAvailableComponentSets object=%r placement of %d sets: %s", obj,
                          estimate.sets, _Witness(estimate))
+        context.set_trailing_metadata(certificate_metadata(estimate.sets, bound))
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):

@@ -147,6 +147,21 @@ def test_a_failed_estimator_counts_as_unknown_and_the_general_answer_stands():
     assert any("drop the accurate answers of every member" in w for w in result.warnings)
 
 
+def test_each_member_shows_its_accurate_answers_certificate():
+    def ask(names, query, key):
+        certified = {"member-a": Answer("member-a", 0), "member-b": Answer("member-b", 0, bound=0, proven_optimal=True),
+                     "member-c": Answer("member-c", 1, bound=2, proven_optimal=False)}
+        return {n: certified[n] for n in names}
+    result = evaluate(pytorch(3), SCENARIO, parse_placement(ONE_MEMBER),
+                      Options(accurate_members=frozenset({"member-a", "member-b", "member-c"})), ask)
+    members = by_name(result)
+    assert "accurate estimator: 1 set (at most 2)" in members["member-c"].reasons
+    assert "accurate estimator: 0 sets (proven optimal)" in members["member-b"].reasons
+    assert not any(r.startswith("accurate estimator:") for r in members["member-a"].reasons)  # none came
+    assert (members["member-c"].accurate_bound, members["member-c"].accurate_proven_optimal) == (2, False)
+    assert (members["member-a"].accurate_bound, members["member-a"].accurate_proven_optimal) == (None, None)
+
+
 def test_members_are_listed_in_karmada_order():
     assert [m.name for m in place(worker_gpus=1).members] == ["member-c", "member-b", "member-a"]
 

@@ -69,3 +69,16 @@ def test_grpcurl_shows_invalid_argument_for_a_wrong_cluster(member_b):
     called = run("-plaintext", "-d", body, f"127.0.0.1:{member_b.port}", f"{SERVICE}/MaxAvailableComponentSets")
     assert called.returncode != 0
     assert "InvalidArgument" in called.stderr and "cluster name does not match" in called.stderr
+
+
+def test_grpcurl_verbose_shows_the_certificate(member_b):
+    """The README's call with -v: the trailers carry the bound and the proof (3 sets of one
+    1-GPU worker pair on member-b's GPUs, which hold exactly 3 such pairs)."""
+    worker = {"name": "worker", "replicas": 2,
+              "replicaRequirements": {"resourceRequestBytes": {"nvidia.com/gpu": _b64("1")}}}
+    body = {"cluster": "member-b", "namespace": "ml-team", "components": [worker]}
+    called = run("-v", "-plaintext", "-d", json.dumps(body), f"127.0.0.1:{member_b.port}",
+                 f"{SERVICE}/MaxAvailableComponentSets")
+    assert called.returncode == 0, called.stderr
+    trailers = called.stdout.split("Response trailers received:", 1)[1]
+    assert "x-estimator-bound: 3" in trailers and "x-estimator-proven-optimal: true" in trailers
