@@ -221,9 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "first-fit: Karmada's algorithm, the Go estimator's answers except where it counts "
                            "pods or quotas unlike kube-scheduler (see the list above).")
     ours.add_argument("--best-budget", type=float, default=1.0, metavar="X",
-                      help="--packing best: after first-fit's answer, search for a better one doing at most X times "
-                           "first-fit's own work (at least 20,000 node visits, so a small member can afford a search), "
-                           "counted in node visits, so answers never depend on timing "
+                      help="--packing best: after first-fit's answer, search for a better one over the nodes the job "
+                           "can use, doing at most X times first-fit's own work there (at least 20,000 node visits, so "
+                           "a small pool can afford an exhaustive search; 8x that where the upper bound leaves room for "
+                           "3%% more sets than first-fit's), counted in node visits, so answers never depend on timing; "
+                           "no search where the bound proves first-fit optimal "
                            "(default 1; 0: first-fit's answer; inf: no limit).")
     ours.add_argument("--max-concurrent-requests", type=int, default=64,
                       help="Estimate RPCs in flight on one connection beyond this are refused at once with "
