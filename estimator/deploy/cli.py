@@ -68,6 +68,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parallelism", type=int, default=d.parallelism)
     p.add_argument("--max-concurrent-requests", type=int, default=d.max_concurrent_requests)
     p.add_argument("--max-request-bytes", type=int, default=d.max_request_bytes)
+    p.add_argument("--request-memory-budget", default=d.request_memory_budget,
+                   help=f"The estimator's --request-memory-budget (default {d.request_memory_budget}); with 1/8 "
+                        "more for remembered answers it must stay below --memory-limit.")
     p.add_argument("--shutdown-grace-period", type=int, default=d.shutdown_grace_period,
                    help="Seconds in-flight calls get on termination; the pod's termination grace is 10 s more.")
     p.add_argument("--cpu-request", default=d.cpu_request)

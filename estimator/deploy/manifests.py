@@ -44,6 +44,8 @@ from typing import Sequence
 
 import yaml
 
+from estimator.core import flags
+
 # --- Names Karmada's scheduler and tooling rely on ------------------------------------
 COMPONENT = "karmada-scheduler-estimator"
 HOST_NAMESPACE = "karmada-system"
@@ -148,6 +150,9 @@ class Options:
     parallelism: int = 16
     max_concurrent_requests: int = 64
     max_request_bytes: int = 4 * 1024 * 1024
+    # What calls in flight may hold together (+1/8 for remembered answers), well under the
+    # memory limit: the member's state and the interpreter need the rest.
+    request_memory_budget: str = "512Mi"
     shutdown_grace_period: int = 20
     cpu_request: str = "500m"
     memory_request: str = "512Mi"
@@ -213,6 +218,20 @@ def check(options: Options) -> None:
         raise OptionsError("--image must not be empty")
     if options.shutdown_grace_period < 0 or options.max_concurrent_requests < 0 or options.max_request_bytes <= 0:
         raise OptionsError("--shutdown-grace-period, --max-concurrent-requests >= 0 and --max-request-bytes > 0")
+    _check_memory_budget(options)
+
+
+def _check_memory_budget(options: Options) -> None:
+    """The request budget must be a byte quantity and leave room under the memory limit
+    (Kubernetes kills the container at the limit; the budget exists to stay under it)."""
+    try:
+        budget = flags.parse_byte_quantity(options.request_memory_budget)
+        limit = flags.parse_byte_quantity(options.memory_limit)
+    except flags.FlagValueError as error:
+        raise OptionsError(f"--request-memory-budget / --memory-limit: {error}") from None
+    if limit and (budget == 0 or budget * 9 // 8 >= limit):
+        raise OptionsError(f"--request-memory-budget {options.request_memory_budget!r} (with 1/8 more for remembered "
+                           f"answers) must be above 0 and below --memory-limit {options.memory_limit!r}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,6 +275,7 @@ def estimator_args(options: Options) -> list[str]:
         f"--packing={options.packing}",
         f"--max-concurrent-requests={options.max_concurrent_requests}",
         f"--max-request-bytes={options.max_request_bytes}",
+        f"--request-memory-budget={options.request_memory_budget}",
         f"--shutdown-grace-period={options.shutdown_grace_period}",
         "--log-format=json",
         f"--v={options.log_verbosity}",

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -230,6 +231,15 @@ def test_the_container_flags_parse_as_the_estimator_parses_them(name):
     assert parsed.cluster_name == VARIANTS[name].cluster_name and not parsed.objects
     assert parsed.kubeconfig and parsed.grpc_client_ca_file and not parsed.insecure_skip_grpc_client_verify
     assert parsed.max_concurrent_requests == VARIANTS[name].max_concurrent_requests
+    assert parsed.request_memory_budget == 512 * 1024 * 1024  # rendered: the flag reaches the estimator
+
+
+def test_the_request_budget_is_rendered_and_must_stay_under_the_memory_limit():
+    assert "--request-memory-budget=1Gi" in container(replace(VARIANTS["defaults"], request_memory_budget="1Gi"))["args"]
+    for budget, limit in (("2Gi", "2Gi"), ("1900Mi", "2Gi"), ("0", "2Gi"), ("lots", "2Gi")):
+        with pytest.raises(m.OptionsError, match="--request-memory-budget"):
+            m.check(replace(VARIANTS["defaults"], request_memory_budget=budget, memory_limit=limit))
+    m.check(replace(VARIANTS["defaults"], request_memory_budget="1Gi", memory_limit="2Gi"))
 
 
 # ---------------------------------------------------------------------------------------
