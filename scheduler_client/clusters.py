@@ -22,8 +22,7 @@ from estimator.api import (
     quantity_to_int,
 )
 from scheduler_client.fields import FieldError, mapping, sequence
-from scheduler_client.general import ResourceSummary, memory_like
-from scheduler_client.resourcemodels import GradeCount, ModelRange, ResourceModel, standardize
+from scheduler_client.karmada import GradeCount, ModelRange, ResourceModel, ResourceSummary, memory_like, standardize
 from scheduler_client.wire import quantity_string
 
 CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"

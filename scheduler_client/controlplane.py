@@ -40,7 +40,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from scheduler_client import bindings
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
-from scheduler_client.policy import Policy, PolicyError, matching_policy, parse_policy
+from scheduler_client.karmada import Policy, PolicyError, matching_policy, parse_policy
 from scheduler_client.sources import InputError, read_documents
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"

@@ -26,13 +26,13 @@ from pathlib import Path
 from estimator.api import ComponentSetsQuery, count_dra_devices, preload_estimator, read_objects, \
     warmup_kernels
 from scheduler_client import accurate, cli, dra
-from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING
-from scheduler_client.general import requested_names
+from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING, requested_names
 from scheduler_client.launch import LocalEstimator, wait_serving
-from scheduler_client.members import build_members
-from scheduler_client.placement import ACCURATE, GENERAL, MODELS, Options, evaluate
+from scheduler_client.memberview import build_members
+from scheduler_client.placement import Options, evaluate
 from scheduler_client.report import columns
 from scheduler_client.sources import load_clusters, load_job, load_member_snapshot, load_policy
+from scheduler_client.verdicts import ACCURATE, GENERAL, MODELS
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "deploy" / "demo"
@@ -71,7 +71,7 @@ class Scenario:
     def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False):
         endpoints = self.endpoints if use_accurate else {}
         # The story is about a Karmada that runs the multi-component path (the gate on).
-        options = Options(karmada_compatible=karmada_compatible, gates={**DEFAULTS, MULTIPLE_POD_TEMPLATES: True},
+        options = Options(karmada_compatible=karmada_compatible, gates={**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True},
                           accurate_members=frozenset(endpoints),
                           accurate_addresses={n: e.address for n, e in endpoints.items()})
         ask = lambda names, query, key: accurate.ask_all([endpoints[n] for n in names], query, key)  # noqa: E731

@@ -28,13 +28,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from scheduler_client import clusterfilter, dra, explain, karmada
-from scheduler_client.gates import MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING
-from scheduler_client.general import requested_names, summary_sets
+from scheduler_client import dra, explain, karmada
 from scheduler_client.interpreters import Job
-from scheduler_client.members import Member
-from scheduler_client.policy import Policy
-from scheduler_client.resourcemodels import DEFAULT_MODELS, described_names
+from scheduler_client.karmada import (
+    DEFAULT_MODELS,
+    MULTIPLE_POD_TEMPLATES,
+    RESOURCE_MODELING,
+    Policy,
+    described_names,
+    requested_names,
+    summary_sets,
+)
+from scheduler_client.memberview import Member
 
 ERROR, WARNING = "error", "warning"
 ONE_MEMBER_SPREAD = "spreadConstraints: [{spreadByField: cluster, minGroups: 1, maxGroups: 1}]"
@@ -66,8 +71,8 @@ def _allowed(members: Sequence[Member], job: Job, policy: Policy) -> list[str]:
     term = policy.placement.affinity_terms[0]
     return [m.name for m in members
             if karmada.overflow_order(term, m) is not None
-            and clusterfilter.taints_reject(m, policy.placement.cluster_tolerations) is None
-            and clusterfilter.api_rejects(m, job.api_version, job.kind) is None]
+            and karmada.taints_reject(m, policy.placement.cluster_tolerations) is None
+            and karmada.api_rejects(m, job.api_version, job.kind) is None]
 
 
 def _everywhere(allowed: Sequence[str]) -> str:

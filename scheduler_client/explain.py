@@ -25,7 +25,7 @@ from estimator.api import (
     taints_tolerated,
     tolerates,
 )
-from scheduler_client.general import set_demand
+from scheduler_client.karmada import set_demand
 from scheduler_client.units import human
 
 # Breaking filter failures down is per node; past this many nodes a sample is enough.

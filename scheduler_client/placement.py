@@ -2,25 +2,30 @@
 
     evaluate(job, members, placement, options, ask_accurate) -> PlacementResult
 
-1. the policy's filters (API, cluster taints, clusterAffinity) per affinity term;
+One function per step (`evaluate` only strings them together); Karmada's behaviour comes from
+its room, `scheduler_client.karmada`, through its public names:
+1. the policy's filters (API, cluster taints, clusterAffinity) per affinity term (`_filters`);
 2. per member, every estimator: general (resource summary), resource-models, accurate
-   (gRPC, through `ask_accurate`, the only I/O, done once for every member a term allows);
-3. per member, the minimum over authentic answers (merge.py);
-4. ONE member per affinity term, in Karmada's order or the tightest fit (select.py);
-   clusterAffinities are tried in order, the first term that places the job wins; a term's
-   overflowAffinities members rank after its primary group. A member whose own snapshot shows
-   that no node can hold a set (explain.py) is never chosen, whatever the estimators count.
-   The member chosen is only recommended when the answers that decided it can be trusted:
-   when its accurate estimator did not answer (-1) and the job asks an extended resource
-   (GPUs) that neither the resource summary (cluster totals) nor the resource models judge
-   per node, the result is `undecided` (a Doubt naming member, estimator and what is unknown)
-   and nothing is selected;
-5. what Karmada itself would do (karmada.py): under `karmada_compatible` that IS the answer
-   (several members, a member fitting 0 sets, the general-only choice, or Karmada's error);
-   otherwise it is reported beside this tool's recommendation; every target carries the
-   components Karmada v1.19 writes into spec.clusters[].components;
-6. reasons per member and warnings for the job (explain.py for per-node reasons; dra.py for
-   requested resources a member serves through DRA, which the general estimator cannot see).
+   (gRPC, through `ask_accurate`, the only I/O, done once for every member a term allows:
+   `_to_ask`, `_ask`), in `_rows`;
+3. per member, the minimum over authentic answers, Karmada's rule (`_rows`, karmada.merge);
+4. ONE member per affinity term, in Karmada's order or the tightest fit (`_recommend`,
+   `choose`); clusterAffinities are tried in order, the first term that places the job wins; a
+   term's overflowAffinities members rank after its primary group. A member whose own snapshot
+   shows that no node can hold a set (explain.py) is never chosen, whatever the estimators
+   count. The member chosen is only recommended when the answers that decided it can be
+   trusted: when its accurate estimator did not answer (-1) and the job asks an extended
+   resource (GPUs) that neither the resource summary (cluster totals) nor the resource models
+   judge per node, the result is `undecided` (a Doubt naming member, estimator and what is
+   unknown: `_doubt`) and nothing is selected;
+5. what Karmada itself would do (`_karmada_outcome`, karmada.outcome): under
+   `karmada_compatible` that IS the answer (several members, a member fitting 0 sets, the
+   general-only choice, or Karmada's error); otherwise it is reported beside this tool's
+   recommendation; every target carries the components Karmada v1.19 writes into
+   spec.clusters[].components;
+6. per member, the verdict and its reasons, and warnings for the job (`_member_results`,
+   verdicts.py; explain.py for per-node reasons; dra.py for requested resources a member
+   serves through DRA, which the general estimator cannot see).
 
 In-flight workloads (`assumed`, per member: what karmada-scheduler still assumes there, see
 bindings.py) are deducted by every estimator, as karmada-scheduler has them deducted, when
@@ -33,23 +38,50 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from estimator.api import AssumedWorkload, ComponentSetsQuery
-from scheduler_client import clusterfilter, dra, explain, gates as feature_gates, karmada
+from scheduler_client import dra, explain, karmada
 from scheduler_client.accurate import Answer
-from scheduler_client.general import UNKNOWN, Estimate, extended_names, model_sets, requested_names, summary_sets
 from scheduler_client.interpreters import Job
-from scheduler_client.karmada import AccurateReply, KarmadaInput, KarmadaOutcome, Target, TargetComponent, \
-    target_components
-from scheduler_client.members import Member
-from scheduler_client.merge import merge
-from scheduler_client.policy import Placement
-from scheduler_client.resourcemodels import described_names
-from scheduler_client.select import KARMADA, Candidate, choose, karmada_order
+from scheduler_client.karmada import (
+    DEFAULT_GATES,
+    OVERCOMMIT_PROTECTION,
+    RANK_SETS,
+    RESOURCE_MODELING,
+    UNKNOWN,
+    AccurateReply,
+    Candidate,
+    Estimate,
+    KarmadaInput,
+    KarmadaOutcome,
+    Placement,
+    Target,
+    TargetComponent,
+    extended_names,
+    karmada_order,
+    merge,
+    model_sets,
+    overflow_order,
+    requested_names,
+    summary_sets,
+    target_components,
+)
+from scheduler_client.memberview import Member
+from scheduler_client.verdicts import (
+    ACCURATE,
+    CHOSEN,
+    GENERAL,
+    MODELS,
+    Doubt,
+    Row,
+    job_warnings,
+    karmada_warnings,
+    member_verdict,
+    reasons,
+)
 
-GENERAL, MODELS, ACCURATE = "general", "resource-models", "accurate"
-ESTIMATORS = (GENERAL, MODELS, ACCURATE)
-
-CHOSEN, FITS, TOO_SMALL, UNKNOWN_VERDICT, FILTERED = "chosen", "fits", "rejected", "unknown", "filtered out"
-UNDECIDED = "undecided"  # the member that would be chosen, decided without an answer that could judge it
+# How this tool chooses ONE member: Karmada's order (most sets first, then name), or the
+# tightest fit, which keeps big holes for big jobs (fewest sets that still fit, then name).
+KARMADA, TIGHTEST = "karmada", "tightest"
+STRATEGIES = (KARMADA, TIGHTEST)
 
 # (members, query, object key[, per member the in-flight workloads to send with it]) -> answers;
 # the fourth argument is passed only when some member has in-flight workloads.
@@ -61,7 +93,7 @@ InFlightByMember = Mapping[str, Sequence[AssumedWorkload]]
 class Options:
     strategy: str = KARMADA
     karmada_compatible: bool = False
-    gates: Mapping[str, bool] = field(default_factory=lambda: dict(feature_gates.DEFAULTS))
+    gates: Mapping[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     # Members with an accurate estimator (an address to ask), and how each is reached.
     accurate_members: frozenset[str] = frozenset()
     accurate_addresses: Mapping[str, str] = field(default_factory=dict)
@@ -80,31 +112,6 @@ class MemberResult:
     # The accurate answer's certificate (None: none came): its bound and whether it reaches it.
     accurate_bound: int | None = None
     accurate_proven_optimal: bool | None = None
-
-
-@dataclass(frozen=True)
-class Doubt:
-    """Why the member that would be chosen is not recommended: the answer that would decide
-    it is unknown."""
-
-    member: str
-    estimator: str  # its accurate estimator's address ("" when it has none to dial)
-    why: str  # why that estimator gave no answer
-    resources: tuple[str, ...]  # requested, judged per node by no answer given
-    sets: int  # what the answers given count
-    counted_by: tuple[str, ...]  # the estimators whose answer that is
-
-    def unknown(self) -> str:
-        """What is unknown, in one sentence."""
-        names = ", ".join(self.resources)
-        return (f"whether {self.member}'s nodes can hold one set: the job asks {names}, which the general estimator "
-                f"counts only as cluster totals (not per node) and no resource model describes")
-
-    def text(self) -> str:
-        where = f" at {self.estimator}" if self.estimator else ""
-        counted = ", ".join(self.counted_by)
-        return (f"{self.member} would be chosen ({self.sets} set(s) by {counted}), but its accurate estimator{where} "
-                f"gave no answer ({self.why}); unknown: {self.unknown()}")
 
 
 @dataclass(frozen=True)
@@ -129,26 +136,6 @@ class PlacementResult:
     undecided: Doubt | None = None
 
 
-@dataclass
-class _Row:
-    member: Member
-    estimates: dict[str, Estimate]
-    sets: int
-    deciding: tuple[str, ...]
-    rejected_by: dict[str, str]  # affinity term name -> reason; "*" for term-independent filters
-    blockers: tuple[str, ...]
-    dra_blind: tuple[dra.DraResource, ...] = ()  # requested, served through DRA, absent from the summary
-    answer: Answer | None = None  # its accurate estimator's, with the certificate if one came
-
-    def filter_reason(self, term: str) -> str | None:
-        return self.rejected_by.get("*") or self.rejected_by.get(term)
-
-    @property
-    def blocked(self) -> bool:
-        """The member's own snapshot shows that no node placement of one set exists."""
-        return bool(self.blockers)
-
-
 def _accurate_estimate(name: str, answers: Mapping[str, Answer], options: Options, asked: bool) -> Estimate:
     if name not in options.accurate_members:
         return Estimate(None, "no accurate estimator configured")
@@ -166,109 +153,32 @@ def _accurate_estimate(name: str, answers: Mapping[str, Answer], options: Option
 
 def _filters(member: Member, job: Job, placement: Placement) -> dict[str, str]:
     rejected = {}
-    common = (clusterfilter.api_rejects(member, job.api_version, job.kind)
-              or clusterfilter.taints_reject(member, placement.cluster_tolerations))
+    common = (karmada.api_rejects(member, job.api_version, job.kind)
+              or karmada.taints_reject(member, placement.cluster_tolerations))
     if common:
         rejected["*"] = common
     for term in placement.affinity_terms:
-        if karmada.overflow_order(term, member) is None:
-            rejected[term.name] = clusterfilter.affinity_rejects(term.affinity, member) or "filtered"
+        if overflow_order(term, member) is None:
+            rejected[term.name] = karmada.affinity_rejects(term.affinity, member) or "filtered"
     return rejected
-
-
-def _headline(row: _Row, verdict: str, strategy: str) -> str:
-    values = ", ".join(f"{name} {row.estimates[name].value}" for name in row.deciding)
-    if verdict == CHOSEN:
-        why = "fewest sets that still fit (tightest), then name" if strategy != KARMADA else \
-            "most sets among eligible members, then name"
-        return f"chosen: {row.sets} set(s), the minimum of {values}; {why}"
-    if verdict == FITS:
-        return f"fits {row.sets} set(s) (minimum of {values}) but another member comes first"
-    if verdict == UNDECIDED:
-        return f"undecided: {row.sets} set(s), the minimum of {values}; it would be chosen, but its accurate " \
-               f"estimator gave no answer (see 'selected' below)"
-    if verdict == TOO_SMALL and row.sets >= 1:  # blocked: its own nodes cannot hold a set
-        return f"rejected: the member's nodes cannot hold one set (its snapshot), although the minimum of " \
-               f"{values} is {row.sets} set(s):"
-    if verdict == TOO_SMALL:
-        decider = row.deciding[0]
-        return f"0 sets according to the {decider} estimator: {row.estimates[decider].reason}"
-    return "no estimator gave an authentic answer, so the member cannot be chosen"
-
-
-def _reasons(row: _Row, verdict: str, term: str, strategy: str) -> tuple[str, ...]:
-    reason = row.filter_reason(term)
-    if reason:
-        return (reason,)
-    lines = [_headline(row, verdict, strategy)]
-    general = row.estimates[GENERAL].value
-    if row.blockers and (verdict == TOO_SMALL or (general is not None and general >= 1)):
-        lines.extend(row.blockers)
-    for resource in row.dra_blind:
-        accurate = row.estimates[ACCURATE].value
-        counted = f"; the accurate estimator counts {accurate} set(s)" if accurate is not None and accurate >= 0 \
-            else ""
-        lines.append(f"{resource.name} is served through DRA here: {resource.text()}; {dra.BLIND}, and so does "
-                     f"Karmada's own scheduler-estimator{counted}")
-    for name in (GENERAL, ACCURATE):  # blind resource models are summed up once, in the warnings
-        estimate = row.estimates[name]
-        if estimate.value == UNKNOWN:
-            lines.append(f"{name} estimator: {estimate.reason}")
-    certificate = row.answer.certificate() if row.answer is not None else ""
-    if certificate:
-        lines.append(f"{ACCURATE} estimator: {certificate}")
-    return tuple(lines)
-
-
-def _warnings(job: Job, placement: Placement, rows: Sequence[_Row], options: Options, selected: str | None) -> list[str]:
-    warnings = [f"interpreter: {note}" for note in job.notes]
-    if not options.policy_given:
-        warnings.append("no policy given: assuming one member per job (spreadByField cluster, 1..1) and that "
-                        "every member is allowed")
-    elif not placement.single_member_spread():
-        warnings.append("the policy has no spread constraint spreadByField: cluster, minGroups: 1, maxGroups: 1: "
-                        "Karmada would not choose one member, it would copy the job to every member it allows "
-                        "(see karmada-place doctor)")
-    elif placement.spread_ignored():
-        warnings.append("replicaScheduling Divided + Weighted with no weightPreference, or static weights without a "
-                        "dynamic weight, makes Karmada ignore the spread constraint: the job would be copied to every "
-                        "member it allows")
-    elif placement.availability_ignored():
-        warnings.append("replicaScheduling is absent or Duplicated: Karmada takes the top member without checking "
-                        "that it fits a set")
-    requested = requested_names(job.components)
-    blind: dict[tuple[str, str], list[str]] = {}
-    for row in rows:
-        missing = sorted(requested - described_names(row.member.models))
-        if row.estimates[MODELS].value is not None and missing:
-            described = ", ".join(sorted(described_names(row.member.models)))
-            blind.setdefault((described, ", ".join(missing)), []).append(row.member.name)
-    for (described, missing), names in blind.items():
-        if options.karmada_compatible:
-            warnings.append(f"resource models of {', '.join(names)} describe only {described}: a model node has no "
-                            f"{missing}, so Karmada answers 0 sets for this job there (scenario failure 3)")
-        else:
-            warnings.append(f"resource models of {', '.join(names)} describe only {described}; the job asks "
-                            f"{missing}: they answer -1 (unknown) here, where Karmada answers 0 and rejects the "
-                            "member (--karmada-compatible shows Karmada's answer)")
-    failed = [r.member.name for r in rows if r.estimates[ACCURATE].value == UNKNOWN]
-    if failed and not options.karmada_compatible:
-        warnings.append(f"accurate estimator of {', '.join(failed)} did not answer: counted as -1 here; Karmada's "
-                        "scheduler would drop the accurate answers of every member for this job (path c)")
-    for row in rows:
-        general = row.estimates[GENERAL].value
-        if row.blockers and general is not None and general >= 1 and row.sets >= 1 \
-                and row.estimates[ACCURATE].value is None:
-            fate = "it is the member chosen" if row.member.name == selected else "Karmada may place the job there"
-            warnings.append(f"{row.member.name}: the general estimator counts {general} set(s) from cluster totals, "
-                            f"but {row.blockers[0]}; {fate} and those pods would stay Pending "
-                            f"(ask the member's accurate estimator)")
-    return warnings
 
 
 def placed_components(job: Job) -> tuple[TargetComponent, ...]:
     """One whole set: every component with its full replicas (v1.19's shape for the 1..1 spread)."""
     return tuple(TargetComponent(c.name, c.replicas) for c in job.components)
+
+
+def choose(candidates: Sequence[Candidate], strategy: str = KARMADA) -> Candidate | None:
+    """This tool's member among the candidates with at least one set: Karmada's first
+    (karmada_order), or the tightest fit."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    fitting = [c for c in candidates if c.eligible and c.sets >= 1]
+    if not fitting:
+        return None
+    if strategy == TIGHTEST:
+        return min(fitting, key=lambda c: (c.group, c.sets, c.name))
+    return karmada_order(fitting)[0]
 
 
 def evaluate(job: Job, members: Sequence[Member], placement: Placement, options: Options,
@@ -282,26 +192,67 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
     (karmada.target_components: none unless the gate is on, the job has several components and
     the spread is cluster 1..1); otherwise this tool's one member holds the whole job, written
     in the same shape (placed_components)."""
-    honoured = options.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False)
+    honoured = options.gates.get(OVERCOMMIT_PROTECTION, False)
     flights = {name: tuple(w) for name, w in (assumed or {}).items() if w} if honoured else {}
-    query = ComponentSetsQuery(job.components, job.namespace)
     filters = {m.name: _filters(m, job, placement) for m in members}
+    to_ask = _to_ask(members, filters, placement, options)
+    answers = _ask(ask_accurate, to_ask, flights, job)
+    rows = _rows(job, members, options, filters, to_ask, answers, flights)
+    selected, chosen_term = _recommend(rows, placement, options.strategy)
+
+    seen_by_karmada = job
+    if karmada_job is not None and karmada_job.components != job.components:
+        seen_by_karmada = karmada_job
+        answers = _ask(ask_accurate, to_ask, flights, karmada_job) or answers
+    outcome = _karmada_outcome(seen_by_karmada, members, placement, options, answers, flights)
+    components = placed_components(job)
+    targets = (Target(selected, 0, components),) if selected else ()
+    compatible = options.karmada_compatible and outcome.exact
+    if compatible:  # Karmada's answer is this tool's
+        components = target_components(seen_by_karmada, placement, options.gates)
+        targets, chosen_term = outcome.targets, outcome.affinity_term
+        selected = targets[0].name if targets else None
+        _count_as_karmada(rows, outcome)
+    doubt = None
+    if selected and not compatible:
+        doubt = _doubt({r.member.name: r for r in rows}[selected], requested_names(job.components), options)
+        if doubt is not None:
+            selected, targets = None, ()
+
+    results = _member_results(rows, {t.name for t in targets}, chosen_term, doubt, outcome, options, compatible)
+    warnings = (job_warnings(job, placement, rows, selected, options.policy_given, options.karmada_compatible)
+                + karmada_warnings(assumed, honoured, outcome, options.karmada_compatible))
+    return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
+                           tuple(warnings), targets, outcome, compatible, components, undecided=doubt)
+
+
+def _to_ask(members: Sequence[Member], filters: Mapping[str, Mapping[str, str]], placement: Placement,
+            options: Options) -> list[str]:
+    """The members to ask their accurate estimator: those with one that some affinity term allows."""
     allowed_somewhere = [m.name for m in members
                          if "*" not in filters[m.name]
                          and any(t.name not in filters[m.name] for t in placement.affinity_terms)]
-    to_ask = [name for name in allowed_somewhere if name in options.accurate_members]
+    return [name for name in allowed_somewhere if name in options.accurate_members]
 
-    def ask(names: Sequence[str], q: ComponentSetsQuery, key: str) -> Mapping[str, Answer]:
-        if not names or not ask_accurate:
-            return {}
-        if any(flights.get(n) for n in names):
-            return ask_accurate(names, q, key, {n: flights.get(n, ()) for n in names})
-        return ask_accurate(names, q, key)
 
-    answers = ask(to_ask, query, job.object_key)
-    modeling = options.gates.get(feature_gates.RESOURCE_MODELING, True)
+def _ask(ask_accurate: AskAccurate | None, names: Sequence[str], flights: InFlightByMember,
+         job: Job) -> Mapping[str, Answer]:
+    """Step 2's only I/O: the accurate estimators of `names`, asked about `job` under one deadline,
+    with each member's in-flight workloads when some member has any."""
+    query = ComponentSetsQuery(job.components, job.namespace)
+    if not names or not ask_accurate:
+        return {}
+    if any(flights.get(n) for n in names):
+        return ask_accurate(names, query, job.object_key, {n: flights.get(n, ()) for n in names})
+    return ask_accurate(names, query, job.object_key)
+
+
+def _rows(job: Job, members: Sequence[Member], options: Options, filters: Mapping[str, dict[str, str]],
+          asked: Sequence[str], answers: Mapping[str, Answer], flights: InFlightByMember) -> list[Row]:
+    """Steps 2 and 3: per member, every estimator's answer, their minimum, and what its own
+    snapshot and DRA devices show."""
+    modeling = options.gates.get(RESOURCE_MODELING, True)
     requested = requested_names(job.components)
-
     rows = []
     for m in members:
         here = flights.get(m.name, ())
@@ -309,111 +260,86 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             GENERAL: _after(summary_sets(m.summary.with_assumed(here) if m.summary else None, job.components,
                                          options.karmada_compatible), here),
             MODELS: model_sets(m.models, m.grade_counts, job.components, options.karmada_compatible, here)
-            if modeling else Estimate(None, f"{feature_gates.RESOURCE_MODELING} is off"),
-            ACCURATE: _after(_accurate_estimate(m.name, answers, options, m.name in to_ask), here),
+            if modeling else Estimate(None, f"{RESOURCE_MODELING} is off"),
+            ACCURATE: _after(_accurate_estimate(m.name, answers, options, m.name in asked), here),
         }
         merged = merge({name: e.value for name, e in estimates.items()})
         blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
-        rows.append(_Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers,
-                         dra.member_blind(m, requested), answers.get(m.name)))
+        rows.append(Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers,
+                        dra.member_blind(m, requested), answers.get(m.name)))
+    return rows
 
-    selected, chosen_term = None, placement.affinity_terms[0].name
+
+def _recommend(rows: Sequence[Row], placement: Placement, strategy: str) -> tuple[str | None, str]:
+    """Step 4: (this tool's member or None, the affinity term that decided): the first term with a
+    member to choose; a term's overflow groups rank after its primary group."""
     for term in placement.affinity_terms:
-        candidates = [Candidate(r.member.name, r.sets, _eligible(r, term.name),
-                                karmada.overflow_order(term, r.member) or 0)
+        candidates = [Candidate(r.member.name, r.sets, _eligible(r, term.name), overflow_order(term, r.member) or 0)
                       for r in rows]
-        winner = choose(candidates, options.strategy)
+        winner = choose(candidates, strategy)
         if winner is not None:
-            selected, chosen_term = winner.name, term.name
-            break
+            return winner.name, term.name
+    return None, placement.affinity_terms[0].name
 
-    seen_by_karmada = job
-    if karmada_job is not None and karmada_job.components != job.components:
-        seen_by_karmada = karmada_job
-        answers = ask(to_ask, ComponentSetsQuery(karmada_job.components, karmada_job.namespace),
-                      karmada_job.object_key) or answers
+
+def _karmada_outcome(job: Job, members: Sequence[Member], placement: Placement, options: Options,
+                     answers: Mapping[str, Answer], flights: InFlightByMember) -> KarmadaOutcome:
+    """Step 5: what Karmada's scheduler does, with the accurate answers as its client got them."""
     replies = {name: AccurateReply(None if answer.failed else answer.value, answer.reason)
                for name, answer in answers.items()}
-    outcome = karmada.outcome(KarmadaInput(seen_by_karmada, members, placement, options.gates,
-                                           accurate_enabled=bool(options.accurate_members), accurate=replies,
-                                           assumed=flights))
-    components = placed_components(job)
-    targets = (Target(selected, 0, components),) if selected else ()
-    compatible = options.karmada_compatible and outcome.exact
-    if compatible:
-        components = target_components(seen_by_karmada, placement, options.gates)
-        targets = outcome.targets
-        selected = targets[0].name if targets else None
-        chosen_term = outcome.affinity_term
-        if outcome.accurate_dropped:
-            for row in rows:
-                _drop_accurate(row)
-        if outcome.ranked_by == karmada.RANK_SETS:
-            for row in rows:
-                row.sets = outcome.sets.get(row.member.name, row.sets)
-    rows_by_name = {r.member.name: r for r in rows}
-    doubt = None
-    if selected and not compatible:
-        doubt = _doubt(rows_by_name[selected], requested, options)
-        if doubt is not None:
-            selected, targets = None, ()
-    chosen_names = {t.name for t in targets}
+    return karmada.outcome(KarmadaInput(job, members, placement, options.gates,
+                                        accurate_enabled=bool(options.accurate_members), accurate=replies,
+                                        assumed=flights))
 
+
+def _count_as_karmada(rows: Sequence[Row], outcome: KarmadaOutcome) -> None:
+    """Under --karmada-compatible: the rows count what Karmada counted (path c, its sets)."""
+    if outcome.accurate_dropped:
+        for row in rows:
+            _drop_accurate(row)
+    if outcome.ranked_by == RANK_SETS:
+        for row in rows:
+            row.sets = outcome.sets.get(row.member.name, row.sets)
+
+
+def _member_results(rows: Sequence[Row], chosen: set[str], term: str, doubt: Doubt | None,
+                    outcome: KarmadaOutcome, options: Options, compatible: bool) -> list[MemberResult]:
+    """Step 6: per member, in Karmada's order, its verdict and the reasons for it."""
+    rows_by_name = {r.member.name: r for r in rows}
     results = []
     for candidate in karmada_order([Candidate(r.member.name, r.sets, True) for r in rows]):
         row = rows_by_name[candidate.name]
-        eligible = _eligible(row, chosen_term) if not compatible else \
-            row.filter_reason(chosen_term) is None and row.sets != UNKNOWN
-        if row.filter_reason(chosen_term):
-            verdict = FILTERED
-        elif row.member.name in chosen_names:
-            verdict = CHOSEN
-        elif doubt is not None and row.member.name == doubt.member:
-            verdict = UNDECIDED
-        elif row.sets == UNKNOWN:
-            verdict = UNKNOWN_VERDICT
-        elif row.sets >= 1 and not (row.blocked and not compatible):
-            verdict = FITS
-        else:
-            verdict = TOO_SMALL
-        reasons = _reasons(row, verdict, chosen_term, options.strategy)
+        eligible = _eligible(row, term) if not compatible else \
+            row.filter_reason(term) is None and row.sets != UNKNOWN
+        verdict = member_verdict(row, chosen, term, doubt, compatible)
+        why = reasons(row, verdict, term, tightest=options.strategy != KARMADA)
         if compatible and verdict == CHOSEN:
-            counted = f"{row.sets} set(s) as Karmada counts them" if outcome.ranked_by == karmada.RANK_SETS else \
+            counted = f"{row.sets} set(s) as Karmada counts them" if outcome.ranked_by == RANK_SETS else \
                 f"Karmada ranked members by {outcome.ranked_by}, not by sets"
-            reasons = (f"Karmada's target: {counted}; "
-                       + ("; ".join(p.text for p in outcome.paths) or "first in (score, available sets, name) order "
-                          "among members with at least one set"),) + reasons[1:]
+            why = (f"Karmada's target: {counted}; "
+                   + ("; ".join(p.text for p in outcome.paths) or "first in (score, available sets, name) order "
+                      "among members with at least one set"),) + why[1:]
         results.append(MemberResult(
             name=row.member.name,
             estimates={name: e.value for name, e in row.estimates.items()},
             estimate_reasons={name: e.reason for name, e in row.estimates.items()},
             sets=row.sets,
-            eligible=row.member.name in chosen_names if compatible else eligible and row.sets >= 1,
+            eligible=row.member.name in chosen if compatible else eligible and row.sets >= 1,
             verdict=verdict,
-            reasons=reasons,
+            reasons=why,
             accurate_bound=row.answer.bound if row.answer is not None else None,
             accurate_proven_optimal=row.answer.proven_optimal if row.answer is not None else None,
         ))
-    warnings = _warnings(job, placement, rows, options, selected)
-    if assumed and any(assumed.values()) and not honoured:
-        warnings.append(f"{sum(len(w) for w in assumed.values())} in-flight workload(s) not deducted: "
-                        f"{feature_gates.OVERCOMMIT_PROTECTION} is off, and then karmada-scheduler ignores them too")
-    if options.karmada_compatible and not outcome.exact:
-        warnings.append(f"--karmada-compatible: this case is outside the model of Karmada ({outcome.caveat}); "
-                        "the answer shown is this tool's own")
-    elif outcome.caveat:
-        warnings.append(f"Karmada: {outcome.caveat}")
-    return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
-                           tuple(warnings), targets, outcome, compatible, components, undecided=doubt)
+    return results
 
 
-def _eligible(row: _Row, term: str) -> bool:
+def _eligible(row: Row, term: str) -> bool:
     """May this tool choose the member: the policy allows it, some estimator knows, and its own
     snapshot does not show that no node can hold a set."""
     return row.filter_reason(term) is None and row.sets != UNKNOWN and not row.blocked
 
 
-def _doubt(row: _Row, requested: frozenset[str], options: Options) -> Doubt | None:
+def _doubt(row: Row, requested: frozenset[str], options: Options) -> Doubt | None:
     """Why the member chosen cannot be recommended, or None. Its accurate estimator did not
     answer (-1: failed, timed out, answered -1 or cannot be dialled), and the job asks an
     extended resource that no answer given judged per node: the resource summary only has
@@ -439,7 +365,7 @@ def _after(estimate: Estimate, flights: Sequence[AssumedWorkload]) -> Estimate:
     return Estimate(estimate.value, f"{estimate.reason}; after {len(flights)} in-flight workload(s) here")
 
 
-def _drop_accurate(row: _Row) -> None:
+def _drop_accurate(row: Row) -> None:
     """Karmada's view after path (c): the general estimator alone."""
     accurate = row.estimates[ACCURATE]
     if accurate.value is None:

@@ -40,8 +40,9 @@ from typing import Any
 
 from estimator.api import Component
 from scheduler_client.karmada import KarmadaOutcome, Target
-from scheduler_client.placement import ESTIMATORS, Doubt, PlacementResult
+from scheduler_client.placement import PlacementResult
 from scheduler_client.units import requests_text
+from scheduler_client.verdicts import ESTIMATORS, Doubt
 from scheduler_client.wire import quantity_string
 
 UNKNOWN_MARK, NOT_ASKED_MARK = "?", "-"

@@ -12,11 +12,18 @@ from typing import Any, Mapping, Sequence
 from estimator.api import ObjectFileError, StateLoadError, count_dra_devices, load_object_files, read_objects
 from scheduler_client.bindings import BindingError, InFlight, in_flight
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
-from scheduler_client.clusterstatus import StatusError, resource_summary, split_objects
 from scheduler_client.dra import served_resources
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
-from scheduler_client.members import MemberSnapshot
-from scheduler_client.policy import POLICY_KINDS, Policy, PolicyError, parse_policy
+from scheduler_client.karmada import (
+    POLICY_KINDS,
+    Policy,
+    PolicyError,
+    StatusError,
+    parse_policy,
+    resource_summary,
+    split_objects,
+)
+from scheduler_client.memberview import MemberSnapshot
 
 
 class InputError(ValueError):

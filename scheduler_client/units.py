@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from estimator.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_hugepages, uses_milli_units
 
@@ -31,7 +31,3 @@ def requests_text(requests: Iterable[tuple[str, int]]) -> str:
     order = {CPU: 0, MEMORY: 1}
     items = sorted(requests, key=lambda item: (order.get(item[0], 2), item[0]))
     return "{" + ", ".join(f"{name} {human(name, amount)}" for name, amount in items) + "}"
-
-
-def amounts_text(amounts: Mapping[str, int]) -> str:
-    return requests_text(amounts.items())

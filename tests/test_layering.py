@@ -46,6 +46,9 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path):
     _append(tmp_path / "estimator" / "core" / "filters.py", "import threading  # noqa")
     _append(tmp_path / "estimator" / "core" / "resources.py", "import scheduler_client.units  # noqa")
     _append(tmp_path / "estimator" / "estimate" / "framework.py", "import estimator.service.metrics  # noqa")
+    # The placement client's two rooms: Karmada's room reaching into the tool, the tool past the room's front.
+    _append(tmp_path / "scheduler_client" / "karmada" / "general.py", "import scheduler_client.memberview  # noqa")
+    _append(tmp_path / "scheduler_client" / "report.py", "import scheduler_client.karmada.general  # noqa")
     result = _lint(tmp_path)
     assert result.returncode != 0, result.stdout
     out = result.stdout.replace("\n", " ")
@@ -55,5 +58,7 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path):
         "estimator.core.filters -> threading",
         "estimator.core.resources -> scheduler_client.units",
         "estimator.estimate.framework -> estimator.service.metrics",
+        "scheduler_client.karmada.general -> scheduler_client.memberview",
+        "scheduler_client.report -> scheduler_client.karmada.general",
     ):
         assert broken in out, f"{broken!r} not reported:\n{result.stdout}"

@@ -195,7 +195,7 @@ def parse_logging_format(text: str) -> str:
 
 # Every gate Karmada's binaries accept in v1.16.0 .. v1.19.0-rc.0 and its newest stage and
 # default (pkg/features). AllAlpha/AllBeta set every alpha/beta gate not named explicitly.
-# The one parser of --feature-gates: the placement client (scheduler_client/gates.py) uses it too.
+# The one parser of --feature-gates: the placement client (scheduler_client/karmada/gates.py) uses it too.
 ALPHA, BETA = "ALPHA", "BETA"
 ALL_GATES = ("AllAlpha", "AllBeta")
 FEATURE_GATES: dict[str, tuple[str, bool]] = {

@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from scheduler_client import doctor
-from scheduler_client.cli import main, parse_duration, UsageError
-from scheduler_client.gates import parse_gates
+from scheduler_client.cli import main
+from scheduler_client.cliargs import UsageError, parse_duration
+from scheduler_client.karmada import parse_gates
 from scheduler_client.interpreters import supported_kinds
-from scheduler_client.members import build_members
+from scheduler_client.memberview import build_members
 from scheduler_client.sources import load_clusters, load_job, load_job_manifest, load_member_snapshot, load_policy
 from tests.support.servers import DEMO, REPO, start_server
 

@@ -17,10 +17,9 @@ import pytest
 
 from scheduler_client import cli
 from scheduler_client.controlplane import binding_name, estimator_service
-from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
-from scheduler_client.karmada import TargetComponent, target_components
+from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES, TargetComponent, target_components
 from scheduler_client.launch import free_port
-from scheduler_client.policy import matching_policy, parse_placement, parse_policy
+from scheduler_client.karmada.policy import matching_policy, parse_placement, parse_policy
 from tests.client import fakekarmada as fk
 from tests.client.test_placement import ONE_MEMBER, pytorch
 
@@ -105,12 +104,12 @@ def test_the_binding_karmada_makes_for_a_job():
 
 # --- v1.19's spec.clusters[].components ------------------------------------------------------
 
-GATE_ON = {**DEFAULTS, MULTIPLE_POD_TEMPLATES: True}
+GATE_ON = {**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True}
 MASTER_WORKERS = (TargetComponent("master", 1), TargetComponent("worker", 2))
 COMPONENT_CASES = [
     ("gate on, two components, cluster spread 1..1: every component with its full replicas", GATE_ON, 2, ONE_MEMBER,
      MASTER_WORKERS),
-    ("gate off: Karmada reads no components and writes none", DEFAULTS, 2, ONE_MEMBER, ()),
+    ("gate off: Karmada reads no components and writes none", DEFAULT_GATES, 2, ONE_MEMBER, ()),
     ("no 1..1 spread (a copy per member): none", GATE_ON, 2, {"replicaScheduling": ONE_MEMBER["replicaScheduling"]},
      ()),
     ("one component only: the legacy scalar result, no components", GATE_ON, 0, ONE_MEMBER, ()),

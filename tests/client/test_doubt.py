@@ -25,11 +25,11 @@ import pytest
 
 from scheduler_client.accurate import Answer
 from scheduler_client.cli import EXIT_UNDECIDED, place_json
-from scheduler_client.gates import parse_gates
+from scheduler_client.karmada import parse_gates
 from scheduler_client.launch import free_port
 from scheduler_client.placement import Options, evaluate
-from scheduler_client.policy import parse_placement
-from scheduler_client.resourcemodels import GIB, GradeCount, ModelRange, ResourceModel, standardize
+from scheduler_client.karmada.policy import parse_placement
+from scheduler_client.karmada.resourcemodels import GIB, GradeCount, ModelRange, ResourceModel, standardize
 from tests.client.test_cli import CLUSTERS, GOOD, JOB_BIG, MEMBERS, SNAPSHOTS, run
 from tests.client.test_placement import GPU, ONE_MEMBER, SCENARIO, gpu_member, pytorch
 from tests.support.servers import start_server

@@ -22,9 +22,9 @@ from estimator.api import count_dra_devices, read_objects
 from scheduler_client import doctor, karmada
 from scheduler_client.accurate import Answer
 from scheduler_client.dra import ANNOTATION, served_resources
-from scheduler_client.gates import parse_gates
+from scheduler_client.karmada import parse_gates
 from scheduler_client.karmada import AccurateReply, KarmadaInput
-from scheduler_client.members import build_members
+from scheduler_client.memberview import build_members
 from scheduler_client.placement import Options, evaluate
 from scheduler_client.sources import InputError, load_clusters, load_job, load_job_manifest, load_member_snapshot, \
     load_policy

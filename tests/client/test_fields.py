@@ -8,7 +8,7 @@ import pytest
 from scheduler_client.clusters import ClusterError, parse_cluster
 from scheduler_client.fields import FieldError
 from scheduler_client.interpreters import InterpretError, interpret
-from scheduler_client.policy import PolicyError, parse_policy
+from scheduler_client.karmada import PolicyError, parse_policy
 
 CASES = [
     (lambda: parse_cluster({"kind": "Cluster", "metadata": {"name": "a"}, "spec": {"taints": "x"}}),

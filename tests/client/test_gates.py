@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_client.gates import DEFAULTS, GateError, parse_gates
+from scheduler_client.karmada.gates import DEFAULT_GATES, GateError, parse_gates
 
 CASES = [
     ("AllAlpha turns every alpha gate on", "AllAlpha=true",
@@ -25,7 +25,7 @@ CASES = [
 def test_all_alpha_and_all_beta(text, expected):
     gates, _ = parse_gates(text)
     assert {name: gates[name] for name in expected} == expected
-    assert set(gates) == set(DEFAULTS)
+    assert set(gates) == set(DEFAULT_GATES)
 
 
 def test_all_alpha_is_not_an_explicit_gate():
@@ -52,7 +52,7 @@ def test_the_client_resolves_gates_as_the_estimator_does(text):
     estimator_gates = FeatureGates()
     estimator_gates.merge(parse_feature_gates(text))
     gates, _ = parse_gates(text)
-    assert gates == {name: estimator_gates.enabled(name) for name in DEFAULTS}
+    assert gates == {name: estimator_gates.enabled(name) for name in DEFAULT_GATES}
 
 
 def test_a_missing_value_is_named():

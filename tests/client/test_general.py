@@ -9,9 +9,10 @@ from estimator.core.model import Component, ReplicaShape
 from estimator.core.resources import MAX_INT64
 from tests.support.builders import node, pod
 from scheduler_client.clusters import ClusterError, parse_cluster, to_cluster_object
-from scheduler_client.clusterstatus import allocatable_modelings, karmada_pod_requests, node_available, resource_summary
-from scheduler_client.general import UNKNOWN, ResourceSummary, model_sets, summary_sets
-from scheduler_client.resourcemodels import (
+from scheduler_client.karmada.clusterstatus import allocatable_modelings, karmada_pod_requests, node_available, \
+    resource_summary
+from scheduler_client.karmada.general import UNKNOWN, ResourceSummary, model_sets, summary_sets
+from scheduler_client.karmada.resourcemodels import (
     DEFAULT_MODELS,
     GIB,
     GradeCount,

@@ -15,10 +15,10 @@ import pytest
 from estimator.core.model import AssumedWorkload, Component, NodeClaim, ReplicaShape
 from scheduler_client.accurate import Answer
 from scheduler_client.bindings import BindingError, in_flight
-from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES, OVERCOMMIT_PROTECTION
-from scheduler_client.general import ResourceSummary, model_sets, summary_sets
+from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES, OVERCOMMIT_PROTECTION
+from scheduler_client.karmada.general import ResourceSummary, model_sets, summary_sets
 from scheduler_client.placement import Options, evaluate
-from scheduler_client.policy import parse_placement
+from scheduler_client.karmada.policy import parse_placement
 from tests.client.fakekarmada import binding
 from tests.client.test_general import GIB, GPU, GPU_MODELS, TRAIN_BIG, TRAIN_SMALL, totals
 from tests.client.test_placement import ONE_MEMBER, gpu_member, pytorch
@@ -168,7 +168,7 @@ MODEL_CASES = [
 
 @pytest.mark.parametrize("flights,sets", [c[1:] for c in MODEL_CASES], ids=[c[0] for c in MODEL_CASES])
 def test_the_model_path_places_in_flight_workloads_first(flights, sets):
-    from scheduler_client.resourcemodels import GradeCount
+    from scheduler_client.karmada.resourcemodels import GradeCount
 
     estimate = model_sets(GPU_MODELS, [GradeCount(1, 3), GradeCount(2, 1)], TRAIN_SMALL, False, flights)
     assert estimate.value == sets
@@ -177,8 +177,8 @@ def test_the_model_path_places_in_flight_workloads_first(flights, sets):
 
 # --- the whole placement: Karmada's choice moves with what is in flight --------------------
 
-GATES_ON = {**DEFAULTS, MULTIPLE_POD_TEMPLATES: True, OVERCOMMIT_PROTECTION: True}
-GATE_OFF = {**DEFAULTS, MULTIPLE_POD_TEMPLATES: True, OVERCOMMIT_PROTECTION: False}
+GATES_ON = {**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True, OVERCOMMIT_PROTECTION: True}
+GATE_OFF = {**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True, OVERCOMMIT_PROTECTION: False}
 TWO = [gpu_member("member-a", 8), gpu_member("member-b", 8)]
 
 

@@ -17,14 +17,14 @@ import json
 import pytest
 
 from scheduler_client.accurate import Answer
-from scheduler_client.gates import DEFAULTS, MULTIPLE_POD_TEMPLATES
-from scheduler_client.karmada import select_by_available
+from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES
+from scheduler_client.karmada.selection import select_by_available
 from scheduler_client.placement import Options, evaluate
-from scheduler_client.policy import PolicyError, parse_placement
+from scheduler_client.karmada.policy import PolicyError, parse_placement
 from estimator.core.model import Taint
 from tests.client.test_placement import SCENARIO, gpu_member, pytorch
 
-GATE_ON = {**DEFAULTS, MULTIPLE_POD_TEMPLATES: True}
+GATE_ON = {**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True}
 ONE = [{"spreadByField": "cluster", "minGroups": 1, "maxGroups": 1}]
 AGGREGATED = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
 ALL_ACCURATE = {"member-a": 0, "member-b": 0, "member-c": 1}
@@ -107,7 +107,7 @@ CASES = [
      SCENARIO, None, 3, ["member-b"]),
     # Gate off: no components in the binding, not a workload: every member MaxInt32, ties by name.
     ("With the gate off Karmada takes the first member by name",
-     {"spreadConstraints": ONE, "replicaScheduling": AGGREGATED}, ALL_ACCURATE, SCENARIO, DEFAULTS, 9, ["member-a"]),
+     {"spreadConstraints": ONE, "replicaScheduling": AGGREGATED}, ALL_ACCURATE, SCENARIO, DEFAULT_GATES, 9, ["member-a"]),
 ]
 
 

@@ -11,13 +11,12 @@ from estimator.cluster.cache import ClusterCache
 from estimator.core.model import Taint
 from tests.support.builders import node
 from scheduler_client.accurate import Answer
-from scheduler_client.general import ResourceSummary
+from scheduler_client.karmada import Candidate, ResourceSummary, karmada_order
 from scheduler_client.interpreters import interpret
-from scheduler_client.members import Member
-from scheduler_client.merge import UNKNOWN, merge
-from scheduler_client.placement import Options, evaluate
-from scheduler_client.policy import PolicyError, parse_placement, parse_policy
-from scheduler_client.select import Candidate, choose, karmada_order
+from scheduler_client.karmada.minimum import UNKNOWN, merge
+from scheduler_client.karmada.policy import PolicyError, parse_placement, parse_policy
+from scheduler_client.memberview import Member
+from scheduler_client.placement import Options, choose, evaluate
 
 GPU = "nvidia.com/gpu"
 

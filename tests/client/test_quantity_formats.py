@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler_client.clusters import parse_cluster, to_cluster_object
-from scheduler_client.general import summary_sets
+from scheduler_client.karmada import summary_sets
 from scheduler_client.interpreters import interpret
 
 

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from estimator.api import CPU, MAX_INT32, PODS, AssumedWorkload, Component, first_fit_sets
-from scheduler_client.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
+from scheduler_client.karmada.resourcemodels import GradeCount, ModelError, ResourceModel, described_names, model_nodes
 from scheduler_client.units import human
 
 UNKNOWN = -1

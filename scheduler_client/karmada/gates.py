@@ -24,8 +24,8 @@ RESOURCE_MODELING = "CustomizedClusterResourceModeling"
 OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
 
 # Karmada's gates and their defaults.
-DEFAULTS: Mapping[str, bool] = {name: default for name, (_, default) in FEATURE_GATES.items()
-                                if name not in ALL_GATES}
+DEFAULT_GATES: Mapping[str, bool] = {name: default for name, (_, default) in FEATURE_GATES.items()
+                                     if name not in ALL_GATES}
 
 
 class GateError(ValueError):

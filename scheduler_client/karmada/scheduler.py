@@ -3,6 +3,11 @@
     outcome(KarmadaInput) -> KarmadaOutcome: the target members (name + replicas, as Karmada
     writes them into the ResourceBinding) or Karmada's error text when it places nothing.
 
+Per clusterAffinities term, four steps, one function each: filter (`_filter`: the filter
+plugins, or Karmada's fit error) -> rank (`_rank`: what Karmada counts on each feasible member,
+and their order) -> select (`_select`: SelectBestClusters) -> explain (`_explain`: which of the
+paths (a), (b), (c) below the outcome took, and whether it decided it).
+
 The facts followed (karmada pkg/scheduler at v1.18.2, the newest release the Go proxy serves):
 - Filters (APIEnablement, TaintToleration, ClusterAffinity, SpreadConstraint). A workload's
   clusterAffinities term also admits its overflowAffinities groups; with nothing feasible the
@@ -39,12 +44,15 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from estimator.api import NO_EXECUTE, NO_SCHEDULE, AssumedWorkload, tolerates
-from scheduler_client import clusterfilter, dra, gates as feature_gates
-from scheduler_client.general import UNKNOWN, model_sets, requested_names, summary_sets
+from scheduler_client import dra
 from scheduler_client.interpreters import KARMADA_BUILTIN, Job
-from scheduler_client.members import Member
-from scheduler_client.merge import merge
-from scheduler_client.policy import DUPLICATED, AffinityTerm, Placement
+from scheduler_client.karmada import gates as feature_gates
+from scheduler_client.karmada.cluster import Cluster
+from scheduler_client.karmada.clusterfilter import overflow_order
+from scheduler_client.karmada.general import UNKNOWN, model_sets, requested_names, summary_sets
+from scheduler_client.karmada.minimum import merge
+from scheduler_client.karmada.policy import DUPLICATED, AffinityTerm, Placement
+from scheduler_client.karmada.selection import select_by_available
 
 MAX_INT32 = 2**31 - 1
 # What the ranking numbers are: complete component sets (the one-member path), free pods
@@ -53,7 +61,6 @@ RANK_SETS, RANK_PODS, RANK_NONE = "component sets", "free pods", "none"
 PATH_A, PATH_B, PATH_C = "a", "b", "c"
 # Kinds Karmada's built-in interpreter also reads with replicaResource (GetReplicas).
 _REPLICA_KINDS = frozenset({"FlinkDeployment"})
-_OVERFLOW_UNMATCHED = 1000
 _AFFINITY_REASON = "cluster(s) did not match the placement cluster affinity constraint"
 _API_REASON = "cluster(s) did not have the API resource"
 
@@ -103,7 +110,7 @@ class PathNote:
 @dataclass(frozen=True)
 class KarmadaInput:
     job: Job
-    members: Sequence[Member]
+    members: Sequence[Cluster]
     placement: Placement
     gates: Mapping[str, bool]
     accurate_enabled: bool = False  # karmada-scheduler --enable-scheduler-estimator
@@ -144,7 +151,10 @@ def is_workload(job: Job, gates: Mapping[str, bool]) -> bool:
     return bool(job.components) and gates.get(feature_gates.MULTIPLE_POD_TEMPLATES, False)
 
 
-def _filter_reasons(member: Member, job: Job, placement: Placement, term: AffinityTerm, workload: bool) -> list[str]:
+# --- filter ---------------------------------------------------------------------------
+
+
+def _filter_reasons(member: Cluster, job: Job, placement: Placement, term: AffinityTerm, workload: bool) -> list[str]:
     """Every filter plugin's reason against the member. Karmada stops at the first failing plugin
     in its plugin order, which comes from a Go map (fixed per scheduler process, unknown here);
     we report API, taints, affinity, spread properties in that order."""
@@ -172,17 +182,6 @@ def _filter_reasons(member: Member, job: Job, placement: Placement, term: Affini
     return reasons
 
 
-def overflow_order(term: AffinityTerm, member: Member, workload: bool = True) -> int | None:
-    """0 in the term's primary group, i+1 in its i-th overflow group, None when filtered out."""
-    if clusterfilter.affinity_rejects(term.affinity, member) is None:
-        return 0
-    if workload:
-        for i, overflow in enumerate(term.overflow):
-            if clusterfilter.affinity_rejects(overflow.affinity, member) is None:
-                return i + 1
-    return None
-
-
 def fit_error(total: int, reasons: Sequence[str]) -> str:
     if total == 0 or not reasons:
         return f"0/{total} clusters are available: no cluster exists."
@@ -192,7 +191,32 @@ def fit_error(total: int, reasons: Sequence[str]) -> str:
     return f"0/{total} clusters are available: " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + "."
 
 
-def general_sets(member: Member, job: Job, gates: Mapping[str, bool],
+def _filter(inp: KarmadaInput, term: AffinityTerm, workload: bool) -> tuple[list[Cluster], str | None, str]:
+    """The filter step: (the feasible members in input order, the fit error when there is none,
+    its caveat)."""
+    feasible, reasons, several = [], [], []
+    for m in inp.members:
+        failed = _filter_reasons(m, inp.job, inp.placement, term, workload)
+        if failed:
+            reasons.append(failed[0])
+            if len(failed) > 1:
+                several.append(f"{m.name}: {'; '.join(failed)}")
+        else:
+            feasible.append(m)
+    if feasible:
+        return feasible, None, ""
+    caveat = ""
+    if several:
+        caveat = ("members failing several filters (" + " | ".join(several) + ") are counted once, under "
+                  "the first failing plugin in Karmada's plugin order, which varies between scheduler "
+                  "processes: the reasons in the error text may differ, not the outcome")
+    return [], fit_error(len(inp.members), reasons), caveat
+
+
+# --- rank -----------------------------------------------------------------------------
+
+
+def general_sets(member: Cluster, job: Job, gates: Mapping[str, bool],
                  assumed: Sequence[AssumedWorkload] = ()) -> int:
     """Karmada's general estimator: resource summary, bounded by the resource models when on;
     in-flight workloads deducted first when SchedulingOvercommitProtection is on."""
@@ -206,151 +230,138 @@ def general_sets(member: Member, job: Job, gates: Mapping[str, bool],
     return merged.sets if merged.sets != UNKNOWN else 0
 
 
-def select_by_available(ranked: Sequence[tuple[str, int]], need_count: int, need: int) -> list[tuple[str, int]] | None:
-    """selectClustersByAvailableResource: the first need_count, swapping in bigger members from
-    the rest, last slot first, until the total reaches `need`; None when it never does."""
-    ranked = list(ranked)
-    chosen, rest = ranked[:need_count], ranked[need_count:]
-    slot = len(chosen) - 1
-    while sum(s for _, s in chosen) < need and slot >= 0:
-        best, pick = chosen[slot][1], -1
-        for i, (_, sets) in enumerate(rest):
-            if sets > best:
-                best, pick = sets, i
-        if pick >= 0:
-            chosen[slot], rest[pick] = rest[pick], chosen[slot]
-        slot -= 1
-    return chosen if sum(s for _, s in chosen) >= need else None
+@dataclass(frozen=True)
+class _Ranking:
+    """The rank step's result: what Karmada ranks the feasible members by, and their order keys."""
+
+    names: tuple[str, ...]  # the feasible members, in input order
+    group: Mapping[str, int]  # overflow group: 0 the term's primary group, i its i-th overflow group
+    sets: Mapping[str, int]  # what Karmada ranks by, in `ranked_by` units
+    ranked_by: str  # RANK_SETS, RANK_PODS or RANK_NONE
+    applicable: bool  # the multi-component path: a workload with a cluster spread 1..1
+    # Path (c): the members whose accurate call failed (Karmada then ranks by the general
+    # estimator alone), and the sets had their accurate answers been kept.
+    failing: tuple[str, ...] = ()
+    with_accurate: Mapping[str, int] = field(default_factory=dict)
+    caveat: str = ""
+
+    @property
+    def dropped(self) -> bool:
+        return bool(self.failing)
+
+    def ranked(self, values: Mapping[str, int] | None = None) -> list[tuple[str, int]]:
+        """(name, value) in Karmada's order: overflow group, value (more first), name."""
+        values = self.sets if values is None else values
+        return sorted(((n, values[n]) for n in self.names), key=lambda p: (self.group[p[0]], -p[1], p[0]))
+
+
+def _rank(inp: KarmadaInput, feasible: Sequence[Cluster], term: AffinityTerm, workload: bool) -> _Ranking:
+    """The rank step: per feasible member, what Karmada counts there (its estimators' minimum,
+    free pods, or MaxInt32 when the job is not a workload)."""
+    names = tuple(m.name for m in feasible)
+    group = {m.name: overflow_order(term, m, workload) or 0 for m in feasible}
+    applicable = workload and inp.placement.single_member_spread()
+    if not workload:
+        return _Ranking(names, group, {n: MAX_INT32 for n in names}, RANK_NONE, applicable)
+    if not applicable:
+        # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
+        assumed = inp.assumed if inp.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False) else {}
+        sets = {m.name: min(m.summary.with_assumed(assumed.get(m.name, ())).allowed_pods(), MAX_INT32)
+                if m.summary else 0 for m in feasible}
+        caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
+                  "(no requirements), which is not asked here: the order uses cluster-total free pods"
+                  if inp.accurate_enabled else "")
+        return _Ranking(names, group, sets, RANK_PODS, applicable, caveat=caveat)
+    general = {m.name: general_sets(m, inp.job, inp.gates, inp.assumed.get(m.name, ())) for m in feasible}
+    with_accurate, failing = dict(general), ()
+    if inp.accurate_enabled:
+        failing = tuple(n for n in names if inp.accurate.get(n, AccurateReply(None)).value is None)
+        for n in names:
+            reply = inp.accurate.get(n)
+            if reply is not None and reply.value is not None and reply.value != UNKNOWN:
+                with_accurate[n] = min(with_accurate[n], reply.value)
+    return _Ranking(names, group, general if failing else with_accurate, RANK_SETS, applicable, failing,
+                    with_accurate)
+
+
+# --- select ---------------------------------------------------------------------------
+
+
+def _select(placement: Placement, ranked: Sequence[tuple[str, int]], applicable: bool
+            ) -> tuple[list[str] | None, str | None, str]:
+    """The select step (SelectBestClusters): (selected names, error, branch); branch PATH_A or
+    PATH_B when Karmada selects without a capacity check, "region" when not modelled."""
+    constraints = placement.spread_constraints
+    if not constraints or placement.spread_ignored():
+        return [n for n, _ in ranked], None, PATH_A
+    fields = {sc.spread_by_field for sc in constraints}
+    if "region" in fields:
+        return None, None, "region"
+    if "cluster" not in fields:
+        return None, "failed to select clusters: just support cluster and region spread constraint", ""
+    sc = [c for c in constraints if c.spread_by_field == "cluster"][-1]
+    if len(ranked) < sc.min_groups:
+        return None, ("failed to select clusters: the number of feasible clusters is less than "
+                      "spreadConstraint.MinGroups"), ""
+    count = min(len(ranked), sc.max_groups)
+    if placement.availability_ignored():
+        return [n for n, _ in ranked[:count]], None, PATH_B
+    picked = select_by_available(ranked, count, 1 if applicable else 0)
+    if not picked:
+        return None, f"failed to select clusters: no enough resource when selecting {count} clusters", ""
+    return [n for n, _ in picked], None, ""
+
+
+# --- explain --------------------------------------------------------------------------
 
 
 def _names(items: Sequence) -> str:
     return ", ".join(items)
 
 
-def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
-    job, placement = inp.job, inp.placement
-    workload = is_workload(job, inp.gates)
-    out = _Term()
-    feasible, reasons, several = [], [], []
-    for m in inp.members:
-        failed = _filter_reasons(m, job, placement, term, workload)
-        if failed:
-            reasons.append(failed[0])
-            if len(failed) > 1:
-                several.append(f"{m.name}: {'; '.join(failed)}")
-        else:
-            feasible.append(m)
-    if not feasible:
-        out.error = fit_error(len(inp.members), reasons)
-        if several:
-            out.caveat = ("members failing several filters (" + " | ".join(several) + ") are counted once, under "
-                          "the first failing plugin in Karmada's plugin order, which varies between scheduler "
-                          "processes: the reasons in the error text may differ, not the outcome")
-        return out
-    names = [m.name for m in feasible]
-    one_member = placement.single_member_spread()
-    applicable = workload and one_member
+def _path_a(placement: Placement, selected: Sequence[str] | None) -> PathNote:
+    why = ("the policy has no spread constraint" if not placement.spread_constraints else
+           "replicaScheduling Divided + Weighted with no weightPreference, or static weights without a dynamic "
+           "weight, makes Karmada ignore the spread constraint")
+    return PathNote(PATH_A, True, f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
+                                  f"whole job to each of them, without a capacity check: {_names(selected or [])}")
 
-    dropped, failing = False, []
-    if not workload:
-        sets = {n: MAX_INT32 for n in names}
-        out.ranked_by = RANK_NONE
-    elif applicable:
-        out.ranked_by = RANK_SETS
-        general = {m.name: general_sets(m, job, inp.gates, inp.assumed.get(m.name, ())) for m in feasible}
-        with_accurate = dict(general)
-        if inp.accurate_enabled:
-            failing = [n for n in names if inp.accurate.get(n, AccurateReply(None)).value is None]
-            for n in names:
-                reply = inp.accurate.get(n)
-                if reply is not None and reply.value is not None and reply.value != UNKNOWN:
-                    with_accurate[n] = min(with_accurate[n], reply.value)
-            dropped = bool(failing)
-        sets = general if dropped else with_accurate
-    else:
-        # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
-        out.ranked_by = RANK_PODS
-        assumed = inp.assumed if inp.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False) else {}
-        sets = {m.name: min(m.summary.with_assumed(assumed.get(m.name, ())).allowed_pods(), MAX_INT32)
-                if m.summary else 0 for m in feasible}
-        if inp.accurate_enabled:
-            out.caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
-                          "(no requirements), which is not asked here: the order uses cluster-total free pods")
-    order_key = {m.name: overflow_order(term, m, workload) or 0 for m in feasible}
 
-    def ranked_by(values: Mapping[str, int]) -> list[tuple[str, int]]:
-        return sorted(((n, values[n]) for n in names), key=lambda p: (order_key[p[0]], -p[1], p[0]))
+def _path_b(inp: KarmadaInput, ranking: _Ranking, chosen: str) -> PathNote:
+    sets = ranking.sets
+    checked = select_by_available(ranking.ranked(), 1, 1) or []
+    alternative = checked[0][0] if checked else None
+    decisive = sets[chosen] < 1 or alternative != chosen
+    state = "absent" if inp.placement.replica_scheduling is None else DUPLICATED
+    fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else _zero_sets(inp, chosen))
+    return PathNote(PATH_B, decisive, f"(b) replicaScheduling is {state}: Karmada takes the first member in "
+                                      f"(score, available sets, name) order without checking it fits: {chosen}; {fit}")
 
-    ranked = ranked_by(sets)
-    out.order, out.sets, out.dropped = tuple(n for n, _ in ranked), dict(sets), dropped
 
-    def select(ranked_list: list[tuple[str, int]]) -> tuple[list[str] | None, str | None, str]:
-        """(selected names, error, branch)"""
-        constraints = placement.spread_constraints
-        if not constraints or placement.spread_ignored():
-            return [n for n, _ in ranked_list], None, PATH_A
-        fields = {sc.spread_by_field for sc in constraints}
-        if "region" in fields:
-            return None, None, "region"
-        if "cluster" not in fields:
-            return None, "failed to select clusters: just support cluster and region spread constraint", ""
-        sc = [c for c in constraints if c.spread_by_field == "cluster"][-1]
-        if len(ranked_list) < sc.min_groups:
-            return None, ("failed to select clusters: the number of feasible clusters is less than "
-                          "spreadConstraint.MinGroups"), ""
-        count = min(len(ranked_list), sc.max_groups)
-        if placement.availability_ignored():
-            return [n for n, _ in ranked_list[:count]], None, PATH_B
-        picked = select_by_available(ranked_list, count, 1 if applicable else 0)
-        if not picked:
-            return None, f"failed to select clusters: no enough resource when selecting {count} clusters", ""
-        return [n for n, _ in picked], None, ""
+def _path_c(inp: KarmadaInput, ranking: _Ranking, selected: list[str] | None, error: str | None) -> PathNote:
+    alt_selected, alt_error, _ = _select(inp.placement, ranking.ranked(ranking.with_accurate), ranking.applicable)
+    decisive = (alt_selected or None, alt_error) != (selected or None, error)
+    who = "; ".join(f"{n}: {inp.accurate.get(n, AccurateReply(None, 'no accurate estimator')).error or 'no answer'}"
+                    for n in ranking.failing)
+    effect = ("this changes the outcome" + (f" (with them: {_names(alt_selected)})" if alt_selected else "")
+              if decisive else "this does not change the outcome here")
+    return PathNote(PATH_C, decisive, f"(c) the accurate estimator call failed for {who}: Karmada's accurate client "
+                                      "returns one error for the whole call and the scheduler drops the accurate "
+                                      f"answers of EVERY member, using the general estimator alone; {effect}")
 
-    selected, error, branch = select(ranked)
-    if out.caveat and branch != PATH_A and selected and len(selected) < len(names):
-        out.exact = False  # which members are selected depends on that order
-    if branch == "region":
-        out.exact = False
-        out.caveat = "a spread constraint by region: Karmada's region selection is not modelled here"
-        return out
-    if error:
-        out.error = error
-    elif not selected:
-        out.error = "failed to assign replicas: no clusters available to schedule"
-    else:
-        components = target_components(job, placement, inp.gates)
-        out.targets = tuple(Target(n, 0, components) for n in selected)
 
-    if branch == PATH_A and job.components:
-        why = ("the policy has no spread constraint" if not placement.spread_constraints else
-               "replicaScheduling Divided + Weighted with no weightPreference, or static weights without a dynamic "
-               "weight, makes Karmada ignore the spread constraint")
-        out.paths.append(PathNote(PATH_A, True,
-                                  f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
-                                  f"whole job to each of them, without a capacity check: {_names(selected or [])}"))
-    if branch == PATH_B and applicable and selected:
-        chosen = selected[0]
-        checked = select_by_available(ranked, 1, 1) or []
-        alternative = checked[0][0] if checked else None
-        decisive = sets[chosen] < 1 or alternative != chosen
-        state = "absent" if placement.replica_scheduling is None else DUPLICATED
-        fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else _zero_sets(inp, chosen))
-        out.paths.append(PathNote(PATH_B, decisive,
-                                  f"(b) replicaScheduling is {state}: Karmada takes the first member in "
-                                  f"(score, available sets, name) order without checking it fits: {chosen}; {fit}"))
-    if dropped:
-        kept = ranked_by(with_accurate)
-        alt_selected, alt_error, _ = select(kept)
-        decisive = (alt_selected or None, alt_error) != (selected or None, error)
-        who = "; ".join(f"{n}: {inp.accurate.get(n, AccurateReply(None, 'no accurate estimator')).error or 'no answer'}"
-                        for n in failing)
-        effect = ("this changes the outcome" + (f" (with them: {_names(alt_selected)})" if alt_selected else "")
-                  if decisive else "this does not change the outcome here")
-        out.paths.append(PathNote(PATH_C, decisive,
-                                  f"(c) the accurate estimator call failed for {who}: Karmada's accurate client "
-                                  "returns one error for the whole call and the scheduler drops the accurate answers "
-                                  f"of EVERY member, using the general estimator alone; {effect}"))
-    return out
+def _explain(inp: KarmadaInput, ranking: _Ranking, selected: list[str] | None, error: str | None,
+             branch: str) -> list[PathNote]:
+    """The explain step: which of Karmada's paths (a), (b), (c) this outcome took, and whether
+    it decided the outcome."""
+    notes = []
+    if branch == PATH_A and inp.job.components:
+        notes.append(_path_a(inp.placement, selected))
+    if branch == PATH_B and ranking.applicable and selected:
+        notes.append(_path_b(inp, ranking, selected[0]))
+    if ranking.dropped:
+        notes.append(_path_c(inp, ranking, selected, error))
+    return notes
 
 
 def _zero_sets(inp: KarmadaInput, name: str) -> str:
@@ -364,6 +375,36 @@ def _zero_sets(inp: KarmadaInput, name: str) -> str:
     return (f"Karmada counts 0 sets there, blind to the {', '.join(r.name for r in blind)} it serves through DRA; "
             + (f"its accurate estimator counts {accurate} set(s)" if accurate is not None else
                "whether the pods run there, only its accurate estimator can tell"))
+
+
+# --- one affinity term ----------------------------------------------------------------
+
+
+def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
+    """One clusterAffinities term: filter -> rank -> select -> explain."""
+    workload = is_workload(inp.job, inp.gates)
+    feasible, error, caveat = _filter(inp, term, workload)
+    if not feasible:
+        return _Term(error=error, caveat=caveat)
+    ranking = _rank(inp, feasible, term, workload)
+    out = _Term(order=tuple(n for n, _ in ranking.ranked()), sets=dict(ranking.sets), dropped=ranking.dropped,
+                caveat=ranking.caveat, ranked_by=ranking.ranked_by)
+    selected, error, branch = _select(inp.placement, ranking.ranked(), ranking.applicable)
+    if out.caveat and branch != PATH_A and selected and len(selected) < len(ranking.names):
+        out.exact = False  # which members are selected depends on that order
+    if branch == "region":
+        out.exact = False
+        out.caveat = "a spread constraint by region: Karmada's region selection is not modelled here"
+        return out
+    if error:
+        out.error = error
+    elif not selected:
+        out.error = "failed to assign replicas: no clusters available to schedule"
+    else:
+        components = target_components(inp.job, inp.placement, inp.gates)
+        out.targets = tuple(Target(n, 0, components) for n in selected)
+    out.paths.extend(_explain(inp, ranking, selected, error, branch))
+    return out
 
 
 def outcome(inp: KarmadaInput) -> KarmadaOutcome:

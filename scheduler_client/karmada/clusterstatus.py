@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from estimator.api import PODS, TERMINAL_POD_PHASES, ResourceListError, is_counted, parse_resource_list
-from scheduler_client.general import ResourceSummary
-from scheduler_client.resourcemodels import GradeCount, ResourceModel, grade_counts
+from scheduler_client.karmada.general import ResourceSummary
+from scheduler_client.karmada.resourcemodels import GradeCount, ResourceModel, grade_counts
+
 
 class StatusError(ValueError):
     """An object whose quantities cannot be read; names the object and field."""

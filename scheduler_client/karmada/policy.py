@@ -1,9 +1,9 @@
 """PropagationPolicy / ClusterPropagationPolicy -> what placement and doctor need. Pure.
 
-Karmada's admission defaults are applied as its webhook and CRD would (and remembered, so
-doctor can say "defaulted"): a spread constraint with neither field nor label spreads by
-`cluster`; minGroups 0 becomes 1; a replicaScheduling without a type is `Divided`; a
-Divided one without a division preference becomes `Weighted`.
+Karmada's admission defaults are applied as its webhook and CRD would: a spread constraint
+with neither field nor label spreads by `cluster`; minGroups 0 becomes 1; a replicaScheduling
+without a type is `Divided`; a Divided one without a division preference becomes `Weighted`
+(remembered, so doctor can say "defaulted").
 
 The Karmada facts the helpers encode (pkg/scheduler/core):
 - one member, component sets: only with a spread constraint spreadByField=cluster,
@@ -79,7 +79,6 @@ class SpreadConstraint:
     spread_by_label: str
     min_groups: int
     max_groups: int
-    field_defaulted: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,8 +276,7 @@ def _spread_constraints(value: Any, field: str) -> tuple[SpreadConstraint, ...]:
         if max_groups and max_groups < min_groups:
             raise PolicyError(f"{item_field}.maxGroups", f"{max_groups} is lower than minGroups {min_groups}")
         defaulted = not by_field and not by_label
-        constraints.append(SpreadConstraint("cluster" if defaulted else by_field, by_label, min_groups, max_groups,
-                                            defaulted))
+        constraints.append(SpreadConstraint("cluster" if defaulted else by_field, by_label, min_groups, max_groups))
     return tuple(constraints)
 
 

@@ -1,14 +1,18 @@
 """One view per member, merged from its Karmada Cluster object and/or its snapshot. Pure.
 
+    build_members(cluster objects, member snapshots) -> [Member]; MemberSnapshot, one member's
+    objects and the estimator's snapshot of them.
+
 What the general estimator reads, and where it came from (said in every explanation):
 - resource summary: the Cluster object's status.resourceSummary when it has one (what
   Karmada's scheduler sees), else computed from the member snapshot as the cluster status
-  controller would (clusterstatus.py), else none;
+  controller would (karmada/clusterstatus.py), else none;
 - resource models: spec.resourceModels, else Karmada's defaults (the apiserver sets them on
   create while CustomizedClusterResourceModeling is on), else none;
 - allocatable modelings: from the same status as the summary, else graded from the snapshot.
 Beside them, from the member snapshot only: the resources it serves through DRA (dra.py),
-which no Cluster status shows.
+which no Cluster status shows. A `Member` is what Karmada's room reads as a member
+(scheduler_client.karmada.Cluster), with where each number came from.
 """
 
 from __future__ import annotations
@@ -17,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from estimator.api import ClusterSnapshot, Taint
-from scheduler_client import clusterstatus
+from scheduler_client import karmada
 from scheduler_client.clusters import ClusterObject
 from scheduler_client.dra import DraResource
-from scheduler_client.general import ResourceSummary
-from scheduler_client.resourcemodels import DEFAULT_MODELS, GradeCount, ModelError, ResourceModel
+from scheduler_client.karmada import DEFAULT_MODELS, GradeCount, ModelError, ResourceModel, ResourceSummary
 
 FROM_STATUS = "Cluster status"
 FROM_SNAPSHOT = "computed from the member snapshot"
@@ -57,7 +60,6 @@ class Member:
     models_source: str = ""
     grade_counts: tuple[GradeCount, ...] | None = None
     snapshot: ClusterSnapshot | None = None
-    has_cluster_object: bool = False
     dra: tuple[DraResource, ...] = ()  # from the member snapshot: what Karmada's status does not count
     dra_failed_classes: frozenset[str] = frozenset()
 
@@ -79,10 +81,10 @@ def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[s
         if obj is not None and obj.summary is not None:
             summary, source, counts = obj.summary, FROM_STATUS, obj.grade_counts
         elif snap is not None:
-            summary, source = clusterstatus.resource_summary(snap.nodes, snap.pods), FROM_SNAPSHOT
+            summary, source = karmada.resource_summary(snap.nodes, snap.pods), FROM_SNAPSHOT
             if modeling_enabled and models:
                 try:
-                    counts = clusterstatus.allocatable_modelings(models, snap.nodes, snap.pods)
+                    counts = karmada.allocatable_modelings(models, snap.nodes, snap.pods)
                 except ModelError:
                     counts = None  # the controller logs and records no modelings
         members.append(Member(
@@ -99,7 +101,6 @@ def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[s
             models_source=models_source,
             grade_counts=counts,
             snapshot=snap.snapshot if snap else None,
-            has_cluster_object=obj is not None,
             dra=snap.dra if snap else (),
             dra_failed_classes=snap.dra_failed_classes if snap else frozenset(),
         ))

@@ -7,6 +7,8 @@ Each check returns None when the member passes, else a reason a person reads:
 - TaintToleration: the member's NoSchedule / NoExecute taints must be tolerated by the
   policy's clusterTolerations;
 - APIEnablement: when the Cluster status lists its APIs, the job's kind must be among them.
+`overflow_order` places a member in a clusterAffinities term: its primary group, one of its
+overflowAffinities groups (Karmada v1.18+, workloads only), or filtered out.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from estimator.api import (
     requirement_matches,
     tolerates,
 )
-from scheduler_client.members import Member
-from scheduler_client.policy import ClusterAffinity
+from scheduler_client.karmada.cluster import Cluster
+from scheduler_client.karmada.policy import AffinityTerm, ClusterAffinity
 
 
 def _zones_match(operator: str, values: Sequence[str], zones: Sequence[str]) -> bool:
@@ -40,7 +42,7 @@ def _zones_match(operator: str, values: Sequence[str], zones: Sequence[str]) -> 
     return False  # Gt/Lt on zones: unsupported in Karmada, matches nothing
 
 
-def affinity_rejects(affinity: ClusterAffinity, member: Member) -> str | None:
+def affinity_rejects(affinity: ClusterAffinity, member: Cluster) -> str | None:
     if member.name in affinity.exclude:
         return "excluded by the policy's clusterAffinity (exclude)"
     if affinity.label_selector is not None and not affinity.label_selector.matches(member.labels):
@@ -56,7 +58,7 @@ def affinity_rejects(affinity: ClusterAffinity, member: Member) -> str | None:
     return None
 
 
-def taints_reject(member: Member, tolerations: Sequence[Toleration]) -> str | None:
+def taints_reject(member: Cluster, tolerations: Sequence[Toleration]) -> str | None:
     untolerated = [t for t in member.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(tolerations, t)]
     if not untolerated:
         return None
@@ -64,7 +66,18 @@ def taints_reject(member: Member, tolerations: Sequence[Toleration]) -> str | No
         + " not tolerated by the policy's clusterTolerations"
 
 
-def api_rejects(member: Member, api_version: str, kind: str) -> str | None:
+def api_rejects(member: Cluster, api_version: str, kind: str) -> str | None:
     if member.api_enablements is None or (api_version, kind) in member.api_enablements:
         return None
     return f"does not serve {kind} ({api_version}) according to its Cluster status (apiEnablements)"
+
+
+def overflow_order(term: AffinityTerm, member: Cluster, workload: bool = True) -> int | None:
+    """0 in the term's primary group, i+1 in its i-th overflow group, None when filtered out."""
+    if affinity_rejects(term.affinity, member) is None:
+        return 0
+    if workload:
+        for i, overflow in enumerate(term.overflow):
+            if affinity_rejects(overflow.affinity, member) is None:
+                return i + 1
+    return None
