@@ -6,7 +6,7 @@
 The fake API server (tests/support/fakekube.py) runs in a child process at nice +10 (it stands in
 for a remote machine), so the estimator process measured here holds only what the
 estimator itself would: the list/watch loop
-(estimator.cluster.watch.WatchClusterState, real kubernetes client, default --kube-api-qps 20 /
+(estimator.cluster.watch.WatchClusterState, real watch client, default --kube-api-qps 20 /
 --kube-api-burst 30, pages of 500), the ClusterCache, and an estimate loop.
 
 Phases and targets (docs/scenario.md):

@@ -339,7 +339,8 @@ def _container(options: Options) -> dict:
             {"name": options.tls.tls_volume, "mountPath": options.tls.tls_mount, "readOnly": True},
             {"name": "member-kubeconfig", "mountPath": KUBECONFIG_MOUNT, "readOnly": True},
             {"name": "numba-cache", "mountPath": NUMBA_CACHE_VOLUME_MOUNT},
-            # The kubernetes client writes certificate data from the kubeconfig to temp files.
+            # A client certificate and key from the kubeconfig pass through a temp file while
+            # they are loaded (Python's ssl reads them from files only).
             {"name": "tmp", "mountPath": "/tmp"},
         ],
     }

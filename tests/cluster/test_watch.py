@@ -1,4 +1,4 @@
-"""List/watch against a fake API server over real HTTP, through the real kubernetes client.
+"""List/watch against a fake API server over real HTTP, through the real watch client (kubeclient).
 
 Each test starts tests/support/fakekube.FakeKube on loopback, writes a kubeconfig for it, and runs
 estimator.cluster.watch.WatchClusterState with short timeouts and backoffs. "Converged" means the

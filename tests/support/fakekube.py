@@ -23,7 +23,7 @@ a real kube-apiserver backed by etcd:
   restart on the same port, with the same or a compacted history), `delay` (slow
   responses), `fail_next()` (5xx/429), `expire_continue()`, `hold_lists()`.
 
-Driven in tests through the real kubernetes client via `kubeconfig()`.
+Driven in tests through the estimator's real watch client via `kubeconfig()`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,11 @@ into a ClusterCache, with client-go informer semantics.
   readiness, health, staleness, the collector);
 - reflector.py: one kind's list/watch loop; specs.py: the kinds and the loop's options;
   priority.py: estimates before event processing;
-- kubeclient.py: the only module that imports `kubernetes` (apierrors.py: its errors);
-  ratelimit.py: the shared request budget and backoff.
+- kubeclient.py: raw list and watch requests over urllib3 (the only importer of urllib3;
+  apierrors.py: its errors); kubecredentials.py: the kubeconfig, --master or in-cluster
+  configuration read (files, tokens, exec credential plugins), kubeconfig.py: what those
+  settings mean, as client-go reads them (pure). No estimator module imports `kubernetes`;
+- ratelimit.py: the shared request budget and backoff.
 """
 
 from estimator.cluster.watch.apierrors import KubeConfigError

@@ -1,5 +1,5 @@
 """The list/watch client's errors, in the three kinds its loop acts on (see kubeclient.py);
-free of the Kubernetes client, so the loop and tests can name them without importing it."""
+free of urllib3, so the loop, the kubeconfig loader and tests can name them without importing it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,12 @@
-"""The only module that imports `kubernetes`.
+"""The watch client's HTTP: raw list and watch requests to the member's API server over
+urllib3, the only estimator module that imports it (the `kubernetes` package is not used:
+its client costs about 23 MB of RSS for five GET paths whose bodies we parse ourselves).
 
-It builds an API client from a kubeconfig, --master, or the in-cluster service account,
-and issues raw list and watch requests (`_preload_content=False`): the typed models are
-never built. Callers get bytes (a list page) or complete JSON lines (a watch stream), and
-failures mapped onto three exception types the list/watch loop can act on:
+Where to connect and with which credentials comes from kubecredentials.py (kubeconfig,
+--master or the in-cluster service account, read as client-go reads them). Requests are
+never retried here and their bodies are never decoded here: callers get bytes (a list page)
+or complete JSON lines (a watch stream), and failures mapped onto three exception types the
+list/watch loop can act on:
 
 - `Gone`: HTTP 410 (a too-old resourceVersion or an expired continue token): relist.
 - `Unavailable`: the API server could not be reached or answered 429/5xx, the connection
@@ -13,25 +16,22 @@ failures mapped onto three exception types the list/watch loop can act on:
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import logging
 import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterator
+from urllib.parse import quote, urlencode
 
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.config import kube_config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
 from estimator.cluster.watch.apierrors import ApiError, Gone, KubeConfigError, Silent, Unavailable, _status_message
+from estimator.cluster.watch.kubecredentials import ClientConfig, load_configuration
+
+__all__ = ["KubeClient", "WatchStream", "ClientConfig", "load_configuration", "socket_options", "KINDS", "ApiError",
+           "Gone", "Silent", "Unavailable", "USER_AGENT"]
 
 log = logging.getLogger("estimator.watch")
 
@@ -47,139 +47,76 @@ USER_TIMEOUT_MS = 30_000
 
 
 def socket_options() -> list[tuple[int, int, int]]:
-    options = tcp_keepalive_socket_options(KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT)
-    if hasattr(socket, "TCP_USER_TIMEOUT"):
-        options.append((socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, USER_TIMEOUT_MS))
+    """urllib3's own defaults (Nagle off: urllib3 replaces them with the list it is given) plus
+    keepalive with our timings, each where the platform has it (macOS spells the idle time
+    TCP_KEEPALIVE), and TCP_USER_TIMEOUT."""
+    options = list(urllib3.connection.HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    for name, value in ((idle, KEEPALIVE_IDLE), (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
+                        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
+                        (getattr(socket, "TCP_USER_TIMEOUT", None), USER_TIMEOUT_MS)):
+        if name is not None:
+            options.append((socket.IPPROTO_TCP, name, value))
     return options
 
 
-@dataclass(frozen=True)
-class _Endpoint:
-    path: str  # the cluster-wide collection
-    api: str  # "core", "apps" or "resource": the generated API class, only for clients without param_serialize
-    method: str
-
-
+# The cluster-wide collection of each kind.
 _ENDPOINTS = {
-    "Node": _Endpoint("/api/v1/nodes", "core", "list_node"),
-    "Pod": _Endpoint("/api/v1/pods", "core", "list_pod_for_all_namespaces"),
-    "ResourceQuota": _Endpoint("/api/v1/resourcequotas", "core", "list_resource_quota_for_all_namespaces"),
-    "ReplicaSet": _Endpoint("/apis/apps/v1/replicasets", "apps", "list_replica_set_for_all_namespaces"),
-    "Deployment": _Endpoint("/apis/apps/v1/deployments", "apps", "list_deployment_for_all_namespaces"),
-    "DeviceClass": _Endpoint("/apis/resource.k8s.io/v1/deviceclasses", "resource", "list_device_class"),
-    "ResourceSlice": _Endpoint("/apis/resource.k8s.io/v1/resourceslices", "resource", "list_resource_slice"),
-    "ResourceClaim": _Endpoint("/apis/resource.k8s.io/v1/resourceclaims", "resource",
-                               "list_resource_claim_for_all_namespaces"),
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/pods",
+    "ResourceQuota": "/api/v1/resourcequotas",
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+    "Deployment": "/apis/apps/v1/deployments",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
 }
-# Query parameter names as the API server spells them (the generated methods' keyword names).
+# Query parameter names as the API server spells them.
 _QUERY_NAMES = {"limit": "limit", "_continue": "continue", "field_selector": "fieldSelector", "watch": "watch",
                 "allow_watch_bookmarks": "allowWatchBookmarks", "resource_version": "resourceVersion",
                 "timeout_seconds": "timeoutSeconds"}
 KINDS = tuple(_ENDPOINTS)
+_POOLS, _POOL_SIZE = 4, 16  # hosts (one; a proxy adds one), connections kept per host
 
 
-def load_configuration(kubeconfig: str = "", master: str = "", context: str | None = None) -> k8s.Configuration:
-    """clientcmd.BuildConfigFromFlags: kubeconfig (with --master overriding its server),
-    --master alone (no credentials), or in-cluster when neither is given."""
-    configuration = k8s.Configuration()
-    master = master.rstrip("/")
-    try:
-        if kubeconfig:
-            k8s_config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
-            )
-            if master:
-                _override_host(configuration, master)
-        elif master:
-            configuration.host = master
-        else:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
-        where = kubeconfig or ("in-cluster service account" if not master else master)
-        hint = "" if kubeconfig or master else " (no --kubeconfig or --master given and not running in a pod)"
-        raise KubeConfigError(f"cannot load Kubernetes client configuration from {where}{hint}: {error}") from None
-    if not configuration.host:
-        raise KubeConfigError("the Kubernetes client configuration names no API server")
-    configuration.host = configuration.host.rstrip("/")
-    _trim_tokens(configuration)
-    # Our loop owns retries and backoff; urllib3 must not retry behind its back.
-    configuration.retries = False
-    configuration.connection_pool_maxsize = 16
-    configuration.socket_options = socket_options()
-    return configuration
+def _query(params: dict) -> str:
+    return urlencode([(_QUERY_NAMES[k], str(v).lower() if isinstance(v, bool) else v) for k, v in params.items()],
+                     quote_via=quote)
 
 
-def _override_host(configuration: k8s.Configuration, master: str) -> None:
-    """--master replaces the kubeconfig's server but keeps its credentials. The kubeconfig
-    loader's token-refresh hook re-applies the file's server (and itself) before every
-    request, so it is wrapped to put --master back."""
-    configuration.host = master
-    refresh = configuration.refresh_api_key_hook
-    if refresh is not None:
-
-        def refresh_keeping_master(conf: k8s.Configuration) -> None:
-            refresh(conf)  # re-installs its own hook and the file's server: undo both
-            conf.host = master
-            conf.refresh_api_key_hook = refresh_keeping_master
-
-        configuration.refresh_api_key_hook = refresh_keeping_master
-
-
-def _trim_tokens(configuration: k8s.Configuration) -> None:
-    """Token files usually end in a newline, which the kubeconfig loader keeps (and
-    http.client then refuses in a header); client-go trims it. The loader's refresh hook
-    re-applies the raw token before every request, so it is wrapped too."""
-
-    def trim(conf: k8s.Configuration) -> None:
-        for key, value in list((conf.api_key or {}).items()):
-            if isinstance(value, str):
-                conf.api_key[key] = value.strip()
-
-    trim(configuration)
-    refresh = configuration.refresh_api_key_hook
-    if refresh is not None:
-
-        def refresh_and_trim(conf: k8s.Configuration) -> None:
-            refresh(conf)  # may re-install its own hook: put ours back
-            trim(conf)
-            conf.refresh_api_key_hook = refresh_and_trim
-
-        configuration.refresh_api_key_hook = refresh_and_trim
-
-
-def _from_api_exception(error: ApiException, what: str) -> ApiError:
-    status = int(error.status or 0)
-    message = f"{what}: {status or ''} {error.reason or ''}: {_status_message(error.body)}".replace("  ", " ")
+def _refusal(status: int, reason: str, body: bytes | None, what: str) -> ApiError:
+    message = f"{what}: {status or ''} {reason or ''}: {_status_message(body)}".replace("  ", " ")
     if status == 410:
-        return Gone(message, status, error.reason or "")
+        return Gone(message, status, reason or "")
     if status in (0, 429) or status >= 500:
-        return Unavailable(message, status, error.reason or "")
-    return ApiError(message, status, error.reason or "")
+        return Unavailable(message, status, reason or "")
+    return ApiError(message, status, reason or "")
+
+
+def _pool(configuration: ClientConfig) -> urllib3.PoolManager:
+    """The connection pool for a configuration. Our loop owns retries and backoff: urllib3
+    must not retry (or follow redirects) behind its back."""
+    options: dict = {"num_pools": _POOLS, "maxsize": _POOL_SIZE, "retries": False, "socket_options": socket_options()}
+    if configuration.host.startswith("https://"):
+        options["ssl_context"] = configuration.ssl_context
+        options["cert_reqs"] = ssl.CERT_REQUIRED if configuration.verify else ssl.CERT_NONE
+        if configuration.tls_server_name:
+            options["server_hostname"] = configuration.tls_server_name  # SNI and the name checked
+    proxy = configuration.proxy_url
+    if not proxy:
+        return urllib3.PoolManager(**options)
+    if proxy.startswith("socks5"):
+        try:
+            from urllib3.contrib.socks import SOCKSProxyManager
+        except ImportError:
+            raise KubeConfigError(f"proxy-url {proxy}: a socks5 proxy needs PySocks installed") from None
+        return SOCKSProxyManager(proxy, **options)
+    return urllib3.ProxyManager(proxy, **options)
 
 
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, socket.timeout)
 _TIMEOUTS = (TimeoutError, socket.timeout, urllib3.exceptions.ReadTimeoutError)
-
-
-def _file_digest(path: str | None) -> str:
-    if not path:
-        return ""
-    with open(path, "rb") as file:
-        return hashlib.sha256(file.read()).hexdigest()
-
-
-def _fingerprint(configuration: k8s.Configuration) -> tuple:
-    """What identifies the credentials of a configuration: server, tokens, and the content
-    (not the name) of its CA, certificate and key files."""
-    return (
-        configuration.host,
-        tuple(sorted((configuration.api_key or {}).items())),
-        _file_digest(configuration.ssl_ca_cert),
-        _file_digest(configuration.cert_file),
-        _file_digest(configuration.key_file),
-        configuration.verify_ssl,
-        getattr(configuration, "tls_server_name", None),
-    )
 
 
 def _is_tls_error(error: BaseException) -> bool:
@@ -190,18 +127,6 @@ def _is_tls_error(error: BaseException) -> bool:
         error = getattr(error, "reason", None) or error.__cause__ or error.__context__
         seen += 1
     return False
-
-
-def _uses_plugin(kubeconfig: str) -> bool:
-    """Whether the kubeconfig's current user authenticates through an exec or auth-provider
-    plugin (which refreshes itself)."""
-    try:
-        config = kube_config.KubeConfigMerger(kubeconfig).config
-        context = config["contexts"].get_with_name(config["current-context"])["context"]
-        user = config["users"].get_with_name(context["user"])["user"]
-        return "exec" in user or "auth-provider" in user
-    except Exception:  # noqa: BLE001 - no user section or no plugin: plain credentials
-        return False
 
 
 class WatchStream:
@@ -333,128 +258,117 @@ class WatchStream:
 
 
 class KubeClient:
-    """Raw list and watch of the five kinds the estimator reads, across all namespaces.
+    """Raw list and watch of the kinds the estimator reads, across all namespaces.
 
     Credentials are not read once: with a `loader` (the flags' configuration, built anew),
     the client rebuilds its configuration every `check_every` seconds and at once after a
     401 or a TLS failure, and switches to it when the token, client certificate, key or CA
     it names changed (kubeconfig `tokenFile`, rotated certificate files, a rewritten
-    kubeconfig, the in-cluster service account token). Users with an exec or auth-provider
-    plugin are only reloaded on a 401: their plugin manages expiry itself."""
+    kubeconfig, the in-cluster service account token). Users whose credentials come from an
+    exec plugin are reloaded (the plugin run again) on a 401 and when the credential's
+    expirationTimestamp has passed, not periodically."""
 
     def __init__(
         self,
-        configuration: k8s.Configuration,
+        configuration: ClientConfig,
         connect_timeout: float = 10.0,
         *,
-        loader: Callable[[], k8s.Configuration] | None = None,
+        loader: Callable[[], ClientConfig] | None = None,
         check_every: float | None = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ):
         self.host = configuration.host
         self.connect_timeout = connect_timeout
         self._loader = loader
         self.check_every = check_every
         self._clock = clock
+        self._wall_clock = wall_clock
         self._reload_lock = threading.Lock()
         self._checked = clock()
         self._forced = -1e9
         self.credential_reloads = 0
-        self._fingerprint = _fingerprint(configuration)
-        self._install(configuration)
-
-    def _install(self, configuration: k8s.Configuration):
-        api_client = k8s.ApiClient(configuration)
-        api_client.user_agent = USER_AGENT
-        old = getattr(self, "_api_client", None)
-        self._api_client = api_client
-        # CoreV1Api and AppsV1Api import hundreds of typed models (~26 MB RSS) for five GET
-        # paths whose bodies we never deserialize: requests go through ApiClient itself
-        # (authentication, TLS, proxy and token refresh as configured), unless the installed
-        # client predates its param_serialize (then the generated classes are still used).
-        self._apis = None
-        if not hasattr(api_client, "param_serialize"):
-            self._apis = {"core": k8s.CoreV1Api(api_client), "apps": k8s.AppsV1Api(api_client)}
-            if hasattr(k8s, "ResourceV1Api"):  # a client older than resource.k8s.io/v1 reads DRA kinds by path
-                self._apis["resource"] = k8s.ResourceV1Api(api_client)
-        return old
+        self._configuration = configuration
+        self._expires_at = configuration.expires_at
+        self._pool = _pool(configuration)
 
     @classmethod
     def from_flags(cls, kubeconfig: str = "", master: str = "", connect_timeout: float = 10.0,
-                   check_every: float | None = 60.0) -> KubeClient:
-        loader = lambda: load_configuration(kubeconfig, master)  # noqa: E731
-        periodic = check_every if not (kubeconfig and _uses_plugin(kubeconfig)) else None
-        return cls(loader(), connect_timeout, loader=loader, check_every=periodic)
+                   check_every: float | None = 60.0, context: str | None = None) -> KubeClient:
+        loader = lambda: load_configuration(kubeconfig, master, context)  # noqa: E731
+        first = loader()
+        return cls(first, connect_timeout, loader=loader, check_every=None if first.uses_plugin else check_every)
+
+    def _expired(self) -> bool:
+        return self._expires_at is not None and self._wall_clock() >= self._expires_at
 
     def refresh_credentials(self, force: bool = False) -> bool:
-        """Rebuild the configuration if due (or `force`d: at most every 5 s) and switch to it
-        if its credentials changed. True when switched. A configuration that no longer
-        loads is logged and the current one kept."""
+        """Rebuild the configuration if due (or `force`d, or the plugin's credential expired: at
+        most every 5 s) and switch to it if its credentials changed. True when switched. A
+        configuration that no longer loads is logged and the current one kept."""
         if self._loader is None:
             return False
         now = self._clock()
-        if force:
+        urgent = force or self._expired()
+        if urgent:
             if now - self._forced < 5.0:
                 return False
         elif self.check_every is None or now - self._checked < self.check_every:
             return False
         with self._reload_lock:
-            if force:
+            if urgent:
                 self._forced = now
             self._checked = now
             try:
                 configuration = self._loader()
-                fingerprint = _fingerprint(configuration)
+                if configuration == self._configuration:
+                    self._expires_at = configuration.expires_at  # the plugin may have extended the same token
+                    return False
+                pool = _pool(configuration)
             except (KubeConfigError, OSError) as error:
                 log.warning("reloading the Kubernetes credentials failed, keeping the current ones: %s", error)
                 return False
-            if fingerprint == self._fingerprint:
-                return False
-            self._fingerprint = fingerprint
-            old = self._install(configuration)
+            old, self._pool = self._pool, pool
+            self._configuration, self._expires_at = configuration, configuration.expires_at
             self.host = configuration.host
             self.credential_reloads += 1
-        log.info("Kubernetes credentials changed on disk (token, client certificate or CA): using them from now on")
-        if old is not None:
-            try:
-                old.rest_client.pool_manager.clear()  # idle connections only; open watches end on their own
-            except Exception:  # noqa: BLE001
-                pass
+        if configuration.uses_plugin:
+            log.info("the exec credential plugin gave new Kubernetes credentials: using them from now on")
+        else:
+            log.info("Kubernetes credentials changed on disk (token, client certificate or CA): using them from now on")
+        old.clear()  # idle connections only; open watches end on their own
         return True
 
     def _call(self, kind: str, what: str, read_timeout: float, **params) -> urllib3.BaseHTTPResponse:
         self.refresh_credentials()
-        endpoint = _ENDPOINTS[kind]
         params = {k: v for k, v in params.items() if v not in (None, "")}
-        timeout = (self.connect_timeout, max(read_timeout, 0.001))
+        timeout = urllib3.Timeout(connect=self.connect_timeout, read=max(read_timeout, 0.001))
+        configuration, pool = self._configuration, self._pool
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if configuration.authorization:
+            headers["Authorization"] = configuration.authorization
+        url = f"{configuration.host}{_ENDPOINTS[kind]}?{_query(params)}" if params else \
+            f"{configuration.host}{_ENDPOINTS[kind]}"
         try:
-            if self._apis is not None and endpoint.api in self._apis:
-                method = getattr(self._apis[endpoint.api], endpoint.method)
-                return method(**params, _preload_content=False, _request_timeout=timeout)
-            return self._get(endpoint.path, params, timeout)
-        except ApiException as error:
-            if error.status == 401:  # a rotated token or certificate: read them again now
-                self.refresh_credentials(force=True)
-            raise _from_api_exception(error, what) from None
+            response = pool.request("GET", url, headers=headers, timeout=timeout, preload_content=False,
+                                    retries=False, redirect=False)
         except _TIMEOUTS as error:
             raise Silent(f"{what}: no answer within {read_timeout:g}s ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
             if _is_tls_error(error):  # e.g. the CA or our client certificate was rotated
                 self.refresh_credentials(force=True)
             raise Unavailable(f"{what}: {type(error).__name__}: {error}") from None
-
-    def _get(self, path: str, params: dict, timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
-        """GET `path` through ApiClient, the raw response unread (as `_preload_content=False`
-        does for the generated methods): non-2xx raises ApiException like they do."""
-        api_client = self._api_client
-        request = api_client.param_serialize(
-            method="GET", resource_path=path, query_params=[(_QUERY_NAMES[k], v) for k, v in params.items()],
-            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-        response = api_client.call_api(*request, _request_timeout=timeout)
-        if not 200 <= response.status <= 299:
-            response.read()
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return response.response
+        if 200 <= response.status <= 299:
+            return response
+        try:
+            body = response.data
+        except _TRANSPORT_ERRORS:
+            body = b""
+        finally:
+            response.release_conn()
+        if response.status == 401:  # a rotated token or certificate, or an expired plugin token: read them again now
+            self.refresh_credentials(force=True)
+        raise _refusal(response.status, response.reason or "", body, what)
 
     def list_page(
         self, kind: str, *, limit: int, continue_token: str = "", field_selector: str = "", timeout: float = 60.0
@@ -490,13 +404,7 @@ class KubeClient:
     def fresh_connections(self) -> None:
         """Close every idle pooled connection, so the next request dials anew (after a
         connection was found dead, its pooled siblings through the same path may be too)."""
-        try:
-            self._api_client.rest_client.pool_manager.clear()
-        except Exception:  # noqa: BLE001 - nothing pooled
-            pass
+        self._pool.clear()
 
     def close(self) -> None:
-        try:
-            self._api_client.close()
-        except Exception:  # noqa: BLE001
-            pass
+        self._pool.clear()

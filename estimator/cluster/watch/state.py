@@ -18,7 +18,8 @@ start and after the first sync; a young collection every 512 watch events) and y
 an estimate that has just started (EstimatePriority). benchmarks/RESULTS.md ("Watch churn")
 has the profiles behind each of these.
 
-Only `kubeclient.py` imports `kubernetes`.
+Only `kubeclient.py` speaks HTTP to the API server (urllib3); `kubecredentials.py` reads the
+kubeconfig, --master or in-cluster settings (`kubeconfig.py` says what they mean).
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def _freeze_gc(when: str) -> None:
 
     The list/watch threads allocate a burst of short-lived containers per page and event;
     each time the oldest generation is collected CPython walks every tracked object in the
-    process: modules, the kubernetes client's and numba's classes, the cache. Profiled on
+    process: modules, numba's classes, the cache. Profiled on
     a 10,000-node / 100,000-pod sync that walk was half the CPU time (17.6 s vs 8.8 s) and
     during churn it is the pause an estimate waits behind. Garbage is collected first and
     only objects alive at these two points (start, first full sync) are frozen.
