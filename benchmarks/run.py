@@ -121,7 +121,7 @@ def _git(*args: str) -> str:
 
 def _import_seconds() -> float:
     """Wall time of a fresh interpreter importing what the server imports (median of 3)."""
-    code = "import estimator.__main__, estimator.service.server, estimator.cluster.state, estimator.kernels"
+    code = "import estimator.__main__, estimator.service.server, estimator.cluster.filestate, estimator.kernels"
     times = []
     for _ in range(3):
         started = time.perf_counter()

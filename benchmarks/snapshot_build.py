@@ -15,6 +15,7 @@ import statistics
 import time
 
 from estimator.cluster.cache import ClusterCache
+from tests.support.cachemutators import upsert_node, upsert_pod
 
 
 def _node(i: int) -> dict:
@@ -34,11 +35,11 @@ def measure(nodes: int, updates: int) -> list[float]:
     """Milliseconds per snapshot() right after one pod update, `updates` times."""
     cache = ClusterCache()
     for i in range(nodes):
-        cache.upsert_node(_node(i))
+        upsert_node(cache, _node(i))
     cache.snapshot()
     took = []
     for i in range(updates):
-        cache.upsert_pod(_pod(i % nodes))
+        upsert_pod(cache, _pod(i % nodes))
         started = time.perf_counter()
         cache.snapshot()
         took.append((time.perf_counter() - started) * 1e3)

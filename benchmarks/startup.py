@@ -78,7 +78,7 @@ from estimator.service import procmem
 path, whole, trim = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 if whole:
     kubefiles.iter_objects.__defaults__ = (1 << 62,)
-from estimator.cluster.state import FileClusterState
+from estimator.cluster.filestate import FileClusterState
 import estimator.service.server
 base = procmem.status_mb()
 started, cpu = time.perf_counter(), time.process_time()

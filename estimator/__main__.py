@@ -344,7 +344,7 @@ def _state(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if args.objects and (args.kubeconfig or args.master):
         parser.error("use either --objects or --kubeconfig/--master, not both")
     if args.objects:
-        from estimator.cluster.state import FileClusterState
+        from estimator.cluster.filestate import FileClusterState
 
         return FileClusterState(args.objects, state_cache=args.objects_cache or None, meanwhile=_prepare_service)
     try:
@@ -471,7 +471,7 @@ def preload() -> None:
     about 1.5 CPU-seconds to import and load them again (the kernels are loaded before any
     child reports ready, as in a process of its own)."""
     from estimator import kernels
-    from estimator.cluster.state import FileClusterState  # noqa: F401
+    from estimator.cluster.filestate import FileClusterState  # noqa: F401
     from estimator.service.server import EstimatorServer  # noqa: F401
 
     kernels.warmup()

@@ -4,10 +4,10 @@ A member file is mostly pods: bound, no conditions, app containers whose resourc
 plain maps of quantity strings. For those, the per-record path (records.pod_record, then
 ClusterCache.apply) builds a record, takes the lock and updates numpy cells one at a
 time, tens of microseconds a pod. Here such a pod costs a few dict look-ups: its amounts
-come from a memo of the quantities, its row and columns from the cache's own tables, and
-the request sums are added to the arrays a batch at a time (`flush`). A new node with plain
-labels, taints and allocatable is applied directly, its allocatable parsed once per
-distinct list.
+come from a memo of the quantities, and the cache's BulkWriter finds its row and columns in
+the cache's own tables and adds the request sums to the arrays a batch at a time (`flush`).
+A new node with plain labels, taints and allocatable is applied directly, its allocatable
+parsed once per distinct list.
 
 Anything else (other kinds, init containers, pod-level resources, overhead, conditions, a
 pod or node already held, non-string values, anything malformed, sums past int64) is
@@ -19,12 +19,7 @@ it to that).
 
 from __future__ import annotations
 
-import time
-from itertools import chain
-
-import numpy as np
-
-from estimator.cluster.cache import ClusterCache, _NodeState
+from estimator.cluster.cache import ClusterCache
 from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass, Taint
 from estimator.core.podrequests import simple_requests
 from estimator.core.records import PodRecord, node_allocatable, zone_key
@@ -35,8 +30,6 @@ from estimator.core.resources import (
 _NOT_COUNTED: dict[str, int] = {}  # (empty: its look-ups miss, and _amount answers -1)
 # Memo sizes: past them a memo starts afresh (a hostile file cannot grow them without bound).
 _MEMO_SIZE = 1 << 16
-# Sums that could come near int64 are added exactly, in Python, as the per-record path does.
-_SAFE_SUM = float(1 << 62)
 
 
 class Digester:
@@ -130,83 +123,31 @@ class Digester:
 
 
 class BulkLoader:
-    """Feeds the common pods and nodes of a load into `cache`; `pod(obj)` and `node(obj)` are
-    False for the others, which the caller then applies per record, after `flush()`. Only for
-    a cache no one else uses yet (a load in progress): the pending sums are not in the arrays
-    until `flush()`."""
+    """Feeds the common pods and nodes of a load into `cache` (through its BulkWriter);
+    `pod(obj)` and `node(obj)` are False for the others, which the caller then applies per
+    record, after `flush()`. Only for a cache no one else uses yet (a load in progress):
+    the pending sums are not in the arrays until `flush()`."""
 
     def __init__(self, cache: ClusterCache) -> None:
-        self._cache = cache
-        self._pods = cache._pods
-        self._unschedulable = cache._workloads._unschedulable._live
+        writer = cache.bulk_writer()
+        self._writer = writer
         self._digester = Digester()
-        self._allocatable: dict[tuple, list] = {}  # a node's allocatable items -> [(column, amount)]
-        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
-        self._amounts: list[tuple] = []
-        self.applied = 0
+        self._allocatable: dict[tuple, dict[str, int]] = {}  # a node's allocatable items -> parsed
+        # Apply a pod from its digest (False: left untouched, applied per record with
+        # `digest_record`); a run of digests, column-wise; the pending sums into the arrays.
+        self.take = writer.pod
+        self.take_run = writer.pods
+        self.flush = writer.flush
+
+    @property
+    def applied(self) -> int:
+        """Pods counted in bulk and flushed."""
+        return self._writer.applied
 
     def pod(self, obj: dict) -> bool:
         """Apply `obj` (a dict of kind Pod) if it is a common pod; False leaves it untouched."""
         digest = self._digester.digest(obj)
         return digest is not None and self.take(digest)
-
-    def take(self, digest: tuple) -> bool:
-        """Apply a pod from its `digest`; False leaves the cache untouched, and the pod is
-        then applied per record (`digest_record`)."""
-        namespace, name, node, requests = digest
-        live = self._unschedulable.get(namespace)
-        if live and name in live:
-            return False  # replaces an earlier state: the per-record path does that
-        key = (namespace, name)
-        if not node:
-            return key not in self._pods  # not counted, and nothing held before: nothing changes
-        columns = self._cache._column_index
-        try:
-            amounts = tuple([(columns[resource], amount) for resource, amount in requests])
-        except KeyError:  # a resource new to the cache: columns in sorted order, as apply() adds them
-            column = self._cache._column
-            amounts = tuple([(column(resource), amount) for resource, amount in requests])
-        pods = self._pods
-        row = self._cache._rows.get(node)
-        if row is None:
-            if key in pods:
-                return False  # (before a row is made: the per-record path may free one first)
-            row = self._cache._row(node)
-        value = (row, amounts)
-        if pods.setdefault(key, value) is not value:
-            return False  # held already (and left as it was): the per-record path replaces it
-        self._rows.append(row)
-        self._amounts.append(amounts)
-        return True
-
-    def take_run(self, run: tuple[list, list, list, list]) -> bool:
-        """Apply a run of consecutive pod digests, given column-wise (namespaces, names,
-        nodes, requests), in one step where that ends as `take` one by one would: every pod
-        new and distinct, none unschedulable before, every node's row and every resource's
-        column already there (so no table grows in between). False leaves the cache
-        untouched, and the caller takes the digests one by one."""
-        namespaces, names, nodes, requests = run
-        keys = list(zip(namespaces, names))
-        pods = self._pods
-        if self._unschedulable or not pods.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
-            return False
-        if "" in nodes:  # pods not counted: only their absence from the table was needed
-            counted = [i for i, node in enumerate(nodes) if node]
-            keys = [keys[i] for i in counted]
-            nodes = [nodes[i] for i in counted]
-            requests = [requests[i] for i in counted]
-        rows = list(map(self._cache._rows.get, nodes))
-        if None in rows:
-            return False
-        columns = self._cache._column_index
-        try:
-            amounts = [tuple([(columns[resource], amount) for resource, amount in pod]) for pod in requests]
-        except KeyError:
-            return False
-        pods.update(zip(keys, zip(rows, amounts)))
-        self._rows += rows
-        self._amounts += amounts
-        return True
 
     def node(self, obj: dict) -> bool:
         """Apply `obj` (a dict of kind Node) if it is a new node with plain fields, exactly as
@@ -216,8 +157,8 @@ class BulkLoader:
                 or (status is not None and type(status) is not dict):
             return False
         name, labels = meta.get("name"), meta.get("labels")
-        if type(name) is not str or not name or name in self._cache._rows:
-            return False  # a row already there (pods came first, or a node listed twice)
+        if type(name) is not str or not name:
+            return False
         if labels is None:
             labels = {}
         elif type(labels) is not dict:
@@ -241,66 +182,21 @@ class BulkLoader:
         for resource, text in key:  # only text is memoized: 1 == 1.0 == True as keys
             if type(resource) is not str or type(text) is not str:
                 return False
-        columns = self._allocatable.get(key)
-        if columns is None:
+        parsed = self._allocatable.get(key)
+        if parsed is None:
             try:
                 parsed = node_allocatable(allocatable)
             except ResourceListError:
                 return False
-            column = self._cache._column  # in the list's order, as apply() adds them
-            columns = [(column(resource), amount) for resource, amount in parsed.items()]
             if len(self._allocatable) >= _MEMO_SIZE:
                 self._allocatable.clear()
-            self._allocatable[key] = columns
+            self._allocatable[key] = parsed
         node_class = NodeClass(
             labels=tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL)),
             taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
             unschedulable=bool(spec.get("unschedulable")),
         )
-        hostname, zone = labels.get(HOSTNAME_LABEL), zone_key(labels)
-        cache = self._cache
-        with cache._lock:
-            row = cache._row(name)
-            class_id = cache._acquire_class(node_class)
-            cache._tree.add(zone, name, row)
-            cache._order = None
-            cache._hostnames = None
-            cache._row_nodes[row] = _NodeState(zone, class_id, hostname)
-            cache._row_class[row] = class_id
-            cache._row_hostnames[row] = hostname
-            values = cache._allocatable[row]
-            values[:] = 0
-            for column, amount in columns:
-                values[column] = amount
-            cache._changed()
-        return True
-
-    def flush(self) -> None:
-        """Add the pending pods' requests to the cache's arrays and count their versions."""
-        if not self._rows:
-            return
-        cache = self._cache
-        rows = np.asarray(self._rows, dtype=np.int64)
-        with cache._lock:
-            requested = cache._requested
-            np.add.at(requested[:, 0], rows, 1)
-            sizes = np.fromiter(map(len, self._amounts), dtype=np.int64, count=len(self._amounts))
-            flat = np.fromiter(chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64,
-                               count=2 * int(sizes.sum())).reshape(-1, 2)
-            if len(flat):
-                # No cell can come near int64 if the whole batch and the largest cell cannot;
-                # otherwise every sum is made exactly, in Python, as the per-record path does.
-                bound = float(flat[:, 1].astype(np.float64).sum()) + float(requested.max())
-                if cache._excess or bound >= _SAFE_SUM:
-                    for row, pod_amounts in zip(self._rows, self._amounts):
-                        for column, amount in pod_amounts:
-                            cache._add_requested(row, column, amount)
-                else:
-                    np.add.at(requested, (np.repeat(rows, sizes), flat[:, 0]), flat[:, 1])
-            cache._version += len(self._rows)  # one change per pod counted, as apply() counts them
-            cache._updated_at = time.time()
-        self.applied += len(self._rows)
-        self._rows, self._amounts = [], []
+        return self._writer.node(name, parsed, node_class, labels.get(HOSTNAME_LABEL), zone_key(labels))
 
 
 def digest_record(digest: tuple) -> PodRecord:

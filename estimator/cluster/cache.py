@@ -26,6 +26,11 @@ half-way. Per-node sums that would leave
 int64 are kept exactly on the side (`_excess`) and show as int64 max, so removing the pod
 again restores the row to the unit. `replace_kind` applies a whole relist in one lock
 hold: a snapshot shows the state before it or after it, never a mix.
+
+Loaders get bulk doors instead of these fields: `bulk_writer()` (many new pods and nodes
+of a load, request sums added a batch at a time; estimator.cluster.bulkload) and
+`export()` / `restore()` (the state as plain values and arrays, for the objects cache,
+estimator.cluster.objectscache).
 """
 
 from __future__ import annotations
@@ -33,22 +38,26 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from itertools import chain
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
 from estimator.cluster.devicestate import KINDS as DEVICE_KINDS, DeviceState
 from estimator.cluster.nodetree import NodeTree
 from estimator.core.model import NodeClass
-from estimator.core.records import KINDS, PodRecord, _ParsedNode, parse_node, parse_object, pod_record, quota_record, record_key
+from estimator.core.records import KINDS, ParsedNode, PodRecord, record_key
 from estimator.core.resources import MAX_INT64, PODS
 from estimator.core.snapshot import ClusterSnapshot, QuotaRecord
-from estimator.core.workloads import WorkloadState, deployment_record, replicaset_record
+from estimator.core.workloads import UnschedulablePod, WorkloadState
 
-__all__ = ["ClusterCache", "KINDS"]  # KINDS: the kinds a cache holds, also imported from here
+__all__ = ["BulkWriter", "ClusterCache", "ExportedState", "KINDS"]  # KINDS: the kinds a cache holds, also imported from here
 
 _INITIAL_ROWS = 64
 _INITIAL_COLUMNS = 8
+# BulkWriter.flush: sums that could come near int64 are added exactly, in Python, as the
+# per-record path does.
+_SAFE_SUM = float(1 << 62)
 
 
 # --- the cache --------------------------------------------------------------------------
@@ -61,6 +70,36 @@ class _NodeState:
     zone: str
     class_id: int
     hostname: str | None
+
+
+@dataclass
+class ExportedState:
+    """A ClusterCache's nodes and counted pods as plain values and arrays (`export()`,
+    `restore()`): everything but the few-record kinds (quotas, workloads, DRA objects) and
+    the unschedulable pods, which a saver keeps as objects. Rows, columns and class ids
+    are the cache's own numbers, free ones included, so a restored cache reuses them as
+    the original would."""
+
+    version: int
+    columns: list[str]  # resource column names, column 0 `pods`
+    allocatable: np.ndarray  # int64[capacity, >= len(columns)]
+    requested: np.ndarray  # int64, as allocatable
+    row_class: np.ndarray  # int32[capacity]: a node row's class id
+    next_row: int  # rows ever used
+    free_rows: list[int]
+    row_names: list  # [next_row]: node name, None for a free row
+    row_hostnames: list  # [next_row]
+    row_zone: np.ndarray  # int32[next_row]: index into `zones`, -1 for a row without a Node
+    zones: list[str]
+    tree: list  # NodeTree.rows_by_zone()
+    classes: list  # NodeClass by id (a freed id keeps its last class)
+    class_refs: list[int]
+    free_class_ids: list[int]
+    excess: dict[tuple[int, int], int]  # (row, column) -> request sum beyond int64
+    # (namespace, name) -> (row, ((column, amount), ...)). export(): the cache's table;
+    # restore(): a table, or a function building it when first needed (estimates read the
+    # arrays only, so a restored server may never build it).
+    pods: Mapping | Callable[[], dict]
 
 
 class ClusterCache:
@@ -100,7 +139,7 @@ class ClusterCache:
         self._resource_names: tuple[str, ...] | None = None
         # Counted pods: (namespace, name) -> (row, ((column, amount), ...)); see `_pods`.
         self._pod_table: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
-        self._pending_pods = None  # builds _pod_table on first use (statecache)
+        self._pending_pods = None  # builds _pod_table on first use (restore)
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
@@ -192,35 +231,39 @@ class ClusterCache:
 
     # --- applying checked records (lock held; none of these can fail half-way) ---
 
-    def _apply_node(self, node: _ParsedNode) -> bool:
-        row = self._row(node.name)
-        columns = [(self._column(resource), amount) for resource, amount in node.allocatable.items()]
+    def _apply_node(self, node: ParsedNode) -> bool:
+        return self._set_node(node.name, node.allocatable, node.node_class, node.hostname, node.zone)
+
+    def _set_node(self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None,
+                  zone: str) -> bool:
+        row = self._row(name)
+        columns = [(self._column(resource), amount) for resource, amount in allocatable.items()]
         values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
         for column, amount in columns:
             values[column] = amount
         state = self._row_nodes[row]
-        class_id = self._acquire_class(node.node_class)
+        class_id = self._acquire_class(node_class)
         if state is not None:
             self._release_class(state.class_id)
             if (
                 state.class_id == class_id
-                and state.zone == node.zone
-                and state.hostname == node.hostname
+                and state.zone == zone
+                and state.hostname == hostname
                 and np.array_equal(self._allocatable[row], values)
             ):
                 return False  # a status heartbeat: nothing the estimates look at changed
-            if state.zone != node.zone:
-                self._tree.remove(state.zone, node.name)
-                self._tree.add(node.zone, node.name, row)  # moves to the end of its new zone
+            if state.zone != zone:
+                self._tree.remove(state.zone, name)
+                self._tree.add(zone, name, row)  # moves to the end of its new zone
                 self._order = None
         else:
-            self._tree.add(node.zone, node.name, row)
+            self._tree.add(zone, name, row)
             self._order = None
-        if state is None or state.hostname != node.hostname:
+        if state is None or state.hostname != hostname:
             self._hostnames = None
-        self._row_nodes[row] = _NodeState(node.zone, class_id, node.hostname)
+        self._row_nodes[row] = _NodeState(zone, class_id, hostname)
         self._row_class[row] = class_id
-        self._row_hostnames[row] = node.hostname
+        self._row_hostnames[row] = hostname
         self._allocatable[row] = values
         return True
 
@@ -377,39 +420,85 @@ class ClusterCache:
         finally:
             self.busy = False
 
-    def upsert(self, kind: str, obj: Mapping) -> None:
-        """Parse `obj` of `kind` (one of KINDS) and apply it; a malformed object changes nothing."""
-        self.apply(kind, parse_object(kind, obj))
+    def bulk_writer(self) -> BulkWriter:
+        """A writer of many new pods and nodes at once, for a cache no one reads yet (a load
+        in progress): see BulkWriter."""
+        return BulkWriter(self)
 
-    def upsert_node(self, obj: Mapping) -> None:
-        self.apply("Node", parse_node(obj))
+    # --- saving and restoring (the objects cache, estimator.cluster.objectscache) ---
 
-    def delete_node(self, name: str) -> None:
-        self.delete("Node", name)
+    def export(self) -> ExportedState:
+        """The whole state as plain values and arrays, of a cache that no longer changes (a
+        finished load, not yet handed out: the lock is not taken, as a forked writer must
+        not wait for a lock its parent's threads could have held at the fork). The arrays
+        and the pod table are the cache's own, not copies."""
+        rows = self._next_row
+        zones: dict[str, int] = {}
+        row_zone = np.full(rows, -1, dtype=np.int32)
+        for row, state in enumerate(self._row_nodes[:rows]):
+            if state is not None:
+                row_zone[row] = zones.setdefault(state.zone, len(zones))
+        return ExportedState(
+            version=self._version, columns=list(self._column_names),
+            allocatable=self._allocatable, requested=self._requested, row_class=self._row_class,
+            next_row=rows, free_rows=list(self._free_rows),
+            row_names=self._row_names[:rows].tolist(), row_hostnames=self._row_hostnames[:rows].tolist(),
+            row_zone=row_zone, zones=list(zones), tree=self._tree.rows_by_zone(),
+            classes=list(self._classes), class_refs=list(self._class_refs),
+            free_class_ids=list(self._free_class_ids), excess=dict(self._excess), pods=self._pods,
+        )
 
-    def upsert_pod(self, obj: Mapping) -> None:
-        self.apply("Pod", pod_record(obj))
-
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self.delete("Pod", (namespace, name))
-
-    def upsert_quota(self, obj: Mapping) -> None:
-        self.apply("ResourceQuota", quota_record(obj))
-
-    def delete_quota(self, namespace: str, name: str) -> None:
-        self.delete("ResourceQuota", (namespace, name))
-
-    def upsert_deployment(self, obj: Mapping) -> None:
-        self.apply("Deployment", deployment_record(obj))
-
-    def delete_deployment(self, namespace: str, name: str) -> None:
-        self.delete("Deployment", (namespace, name))
-
-    def upsert_replicaset(self, obj: Mapping) -> None:
-        self.apply("ReplicaSet", replicaset_record(obj))
-
-    def delete_replicaset(self, namespace: str, name: str) -> None:
-        self.delete("ReplicaSet", (namespace, name))
+    @classmethod
+    def restore(cls, state: ExportedState, records: Iterable[tuple[str, Any]] = (),
+                unschedulable: Iterable[tuple[str, str, UnschedulablePod | None]] = ()) -> ClusterCache:
+        """The cache `export()` described (ValueError if its parts do not fit together), then
+        `records` ((kind, record) of the kinds export() does not hold: quotas, workloads,
+        DRA objects) applied in order, and the unschedulable pods set ((namespace, name,
+        record), None: no longer) without counting them again. Ends at `state.version`."""
+        cache = cls()
+        rows, allocatable, requested = state.next_row, state.allocatable, state.requested
+        capacity = len(allocatable)
+        if (allocatable.dtype != np.int64 or requested.shape != allocatable.shape or allocatable.ndim != 2
+                or not rows <= capacity or len(state.columns) > allocatable.shape[1]
+                or state.row_class.shape != (capacity,) or state.row_zone.shape != (rows,)):
+            raise ValueError("array shapes do not fit together")
+        if len(state.row_names) != rows or len(state.row_hostnames) != rows:
+            raise ValueError("row tables do not fit the arrays")
+        cache._column_names = list(state.columns)
+        cache._column_index = {name: i for i, name in enumerate(cache._column_names)}
+        cache._allocatable = np.array(allocatable, dtype=np.int64)
+        cache._requested = np.array(requested, dtype=np.int64)
+        cache._row_class = np.array(state.row_class, dtype=np.int32)
+        cache._next_row = rows
+        cache._free_rows = list(state.free_rows)
+        cache._row_names = np.empty(capacity, dtype=object)
+        cache._row_names[:rows] = state.row_names
+        cache._row_hostnames = np.empty(capacity, dtype=object)
+        cache._row_hostnames[:rows] = state.row_hostnames
+        cache._rows = {name: row for row, name in enumerate(state.row_names) if name is not None}
+        cache._classes = list(state.classes)
+        cache._class_refs = list(state.class_refs)
+        cache._free_class_ids = list(state.free_class_ids)
+        free = set(cache._free_class_ids)
+        cache._class_ids = {c: i for i, c in enumerate(cache._classes) if i not in free}
+        row_class = cache._row_class.tolist()
+        cache._row_nodes = [None] * capacity
+        for row, zone in enumerate(state.row_zone.tolist()):
+            if zone >= 0:
+                cache._row_nodes[row] = _NodeState(state.zones[zone], row_class[row], state.row_hostnames[row])
+        cache._tree = NodeTree.restore(state.tree, state.row_names)
+        cache._excess = dict(state.excess)
+        if callable(state.pods):
+            cache._pending_pods = state.pods
+        else:
+            cache._pod_table = dict(state.pods)
+        for kind, record in records:
+            cache._apply(kind, record)
+        for namespace, name, pod in unschedulable:
+            cache._workloads.set_pod(namespace, name, pod)
+        cache._version = state.version
+        cache._updated_at = time.time()
+        return cache
 
     # --- reading ---
 
@@ -551,6 +640,121 @@ class ClusterCache:
             served[name] = np.zeros(len(names), dtype=bool)
             served[name][positions[dra]] = True
         return allocatable, available, tuple(columns), served
+
+
+class BulkWriter:
+    """Many new pods and nodes applied to a cache no one reads yet (a load in progress;
+    estimator.cluster.bulkload), at a few dict look-ups a pod: the request sums are added to
+    the arrays a batch at a time, by `flush()`, so the cache is whole only after it. Each
+    method takes only what it can apply exactly as `apply()` would, and returns False,
+    leaving the cache untouched, for anything else (a pod or node held already, a pod
+    unschedulable before); the caller then applies that one per record, after `flush()`.
+    """
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
+        self._pods = cache._pods
+        self._unschedulable = cache._workloads.live_unschedulable()
+        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
+        self._amounts: list[tuple] = []
+        self.applied = 0  # pods counted and flushed
+
+    def pod(self, pod: tuple) -> bool:
+        """Count a new pod given as (namespace, name, node, requests): node "" for a pod
+        that is not counted, requests its sorted (resource, amount) pairs, each in int64."""
+        namespace, name, node, requests = pod
+        live = self._unschedulable.get(namespace)
+        if live and name in live:
+            return False  # replaces an earlier state: the per-record path does that
+        key = (namespace, name)
+        if not node:
+            return key not in self._pods  # not counted, and nothing held before: nothing changes
+        cache = self._cache
+        columns = cache._column_index
+        try:
+            amounts = tuple([(columns[resource], amount) for resource, amount in requests])
+        except KeyError:  # a resource new to the cache: columns in sorted order, as apply() adds them
+            column = cache._column
+            amounts = tuple([(column(resource), amount) for resource, amount in requests])
+        pods = self._pods
+        row = cache._rows.get(node)
+        if row is None:
+            if key in pods:
+                return False  # (before a row is made: the per-record path may free one first)
+            row = cache._row(node)
+        value = (row, amounts)
+        if pods.setdefault(key, value) is not value:
+            return False  # held already (and left as it was): the per-record path replaces it
+        self._rows.append(row)
+        self._amounts.append(amounts)
+        return True
+
+    def pods(self, run: tuple[list, list, list, list]) -> bool:
+        """Count a run of consecutive pods, given column-wise (namespaces, names, nodes,
+        requests), in one step where that ends as `pod` one by one would: every pod new and
+        distinct, none unschedulable before, every node's row and every resource's column
+        already there (so no table grows in between). False leaves the cache untouched."""
+        namespaces, names, nodes, requests = run
+        keys = list(zip(namespaces, names))
+        pods = self._pods
+        if self._unschedulable or not pods.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
+            return False
+        if "" in nodes:  # pods not counted: only their absence from the table was needed
+            counted = [i for i, node in enumerate(nodes) if node]
+            keys = [keys[i] for i in counted]
+            nodes = [nodes[i] for i in counted]
+            requests = [requests[i] for i in counted]
+        rows = list(map(self._cache._rows.get, nodes))
+        if None in rows:
+            return False
+        columns = self._cache._column_index
+        try:
+            amounts = [tuple([(columns[resource], amount) for resource, amount in pod]) for pod in requests]
+        except KeyError:
+            return False
+        pods.update(zip(keys, zip(rows, amounts)))
+        self._rows += rows
+        self._amounts += amounts
+        return True
+
+    def node(self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None,
+             zone: str) -> bool:
+        """Apply a node the cache has no row for, given as records.ParsedNode's fields (False
+        for one it has: a Node listed twice, or pods bound to it came first)."""
+        cache = self._cache
+        if name in cache._rows:
+            return False
+        with cache._lock:
+            cache._set_node(name, allocatable, node_class, hostname, zone)
+            cache._changed()
+        return True
+
+    def flush(self) -> None:
+        """Add the pending pods' requests to the cache's arrays and count their versions."""
+        if not self._rows:
+            return
+        cache = self._cache
+        rows = np.asarray(self._rows, dtype=np.int64)
+        with cache._lock:
+            requested = cache._requested
+            np.add.at(requested[:, 0], rows, 1)
+            sizes = np.fromiter(map(len, self._amounts), dtype=np.int64, count=len(self._amounts))
+            flat = np.fromiter(chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64,
+                               count=2 * int(sizes.sum())).reshape(-1, 2)
+            if len(flat):
+                # No cell can come near int64 if the whole batch and the largest cell cannot;
+                # otherwise every sum is made exactly, in Python, as the per-record path does.
+                bound = float(flat[:, 1].astype(np.float64).sum()) + float(requested.max())
+                if cache._excess or bound >= _SAFE_SUM:
+                    for row, pod_amounts in zip(self._rows, self._amounts):
+                        for column, amount in pod_amounts:
+                            cache._add_requested(row, column, amount)
+                else:
+                    np.add.at(requested, (np.repeat(rows, sizes), flat[:, 0]), flat[:, 1])
+            cache._version += len(self._rows)  # one change per pod counted, as apply() counts them
+            cache._updated_at = time.time()
+        self.applied += len(self._rows)
+        self._rows, self._amounts = [], []
 
 
 def _device_overlay(counts: dict[str, dict[str, tuple[int, int]]], where: dict[str, int]) -> dict:

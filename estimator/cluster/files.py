@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import orjson
 
-from estimator.cluster import forked, gccontrol, splitload, statecache
+from estimator.cluster import forked, gccontrol, objectscache, splitload
 from estimator.cluster.bulkload import BulkLoader, digest_record
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import ObjectFileError, iter_objects
@@ -44,7 +44,7 @@ def _describe(obj: Any, index: int) -> str:
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
 
 
-def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | None = None, bulk: bool = True,
+def _load_file(cache: ClusterCache, path: Path, recorder: objectscache.Recorder | None = None, bulk: bool = True,
                split: bool = True, meanwhile: Callable[[], None] | None = None) -> int:
     """`split`: a big JSON list may be read on two cores (estimator.cluster.splitload), and
     `meanwhile` run while its worker reads."""
@@ -55,7 +55,7 @@ def _load_file(cache: ClusterCache, path: Path, recorder: statecache.Recorder | 
         raise StateLoadError(str(err)) from None
 
 
-def _load_objects(cache: ClusterCache, path: Path, objects, recorder: statecache.Recorder | None = None,
+def _load_objects(cache: ClusterCache, path: Path, objects, recorder: objectscache.Recorder | None = None,
                   bulk: bool = True) -> int:
     """Apply `objects` of `path` to `cache`; `bulk=False`: every object per record (the
     reference the bulk path is tested against)."""
@@ -123,11 +123,11 @@ _DEFAULT_DIR = object()
 
 def load_object_files(
     paths: Sequence[str | Path], state_cache: Path | str | None | object = _DEFAULT_DIR,
-    min_bytes: int = statecache.MIN_BYTES, background: bool = False, meanwhile: Callable[[], None] | None = None,
+    min_bytes: int = objectscache.MIN_BYTES, background: bool = False, meanwhile: Callable[[], None] | None = None,
 ) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad.
 
-    `state_cache`: the directory of parsed-state entries (estimator.cluster.statecache;
+    `state_cache`: the directory of parsed-state entries (estimator.cluster.objectscache;
     default: its `default_dir()`, None: off), used when the files hold at least `min_bytes`.
     `background`: write a new entry in a forked writer, so the caller need not wait for it
     (a server's first load, before it serves; see `_save_state`).
@@ -140,11 +140,11 @@ def load_object_files(
     if not paths:
         raise StateLoadError("no object files given")
     paths = [Path(p) for p in paths]
-    directory = statecache.default_dir() if state_cache is _DEFAULT_DIR else state_cache
+    directory = objectscache.default_dir() if state_cache is _DEFAULT_DIR else state_cache
     keys = None
     if directory:
         try:
-            keys = statecache.file_keys(paths)
+            keys = objectscache.file_keys(paths)
         except OSError:
             keys = None  # the load itself says what is wrong with the file
         if keys is not None and sum(key[1] for key in keys) < min_bytes:
@@ -153,7 +153,7 @@ def load_object_files(
     # Parsing allocates millions of containers that all survive: no collector passes over them.
     with gccontrol.paused():
         if keys is not None:
-            hit = statecache.load(paths, Path(directory))
+            hit = objectscache.load(paths, Path(directory))
             if hit is not None:
                 cache, warnings = hit
                 for warning in warnings:
@@ -161,7 +161,7 @@ def load_object_files(
                 log.info("loaded %s from the state cache in %.2f s", ", ".join(map(str, paths)),
                          time.perf_counter() - started)
                 return cache
-        recorder = statecache.Recorder() if keys is not None else None
+        recorder = objectscache.Recorder() if keys is not None else None
         cache = ClusterCache()
         for path in paths:
             _load_file(cache, path, recorder, meanwhile=meanwhile)
@@ -176,7 +176,7 @@ def load_object_files(
 _writers: list[threading.Thread] = []
 
 
-def _save_state(cache: ClusterCache, recorder: statecache.Recorder, paths: list[Path], keys: list,
+def _save_state(cache: ClusterCache, recorder: objectscache.Recorder, paths: list[Path], keys: list,
                 directory: Path, background: bool) -> None:
     """Write the parsed state's entry: in a forked writer (estimator.cluster.forked) when
     `background` and the process may fork, so the caller goes on at once (a 50k-node
@@ -186,11 +186,11 @@ def _save_state(cache: ClusterCache, recorder: statecache.Recorder, paths: list[
     leaves no entry."""
     started = time.perf_counter()
     if not (background and forked.possible()):
-        _log_saved(statecache.save(cache, recorder, paths, keys, directory), started, "")
+        _log_saved(objectscache.save(cache, recorder, paths, keys, directory), started, "")
         return
 
     def save() -> bytes:
-        outcome = statecache.save(cache, recorder, paths, keys, directory)
+        outcome = objectscache.save(cache, recorder, paths, keys, directory)
         return orjson.dumps(str(outcome) if isinstance(outcome, Path) else list(outcome))
 
     writer = forked.start(lambda send: send(save()))
@@ -205,11 +205,11 @@ def _await_writer(writer: forked.Child, started: float) -> None:
         log.warning("state cache not saved: its writer (pid %d) failed", writer.pid)
         return
     outcome = orjson.loads(report)
-    _log_saved(Path(outcome) if isinstance(outcome, str) else statecache.Unsaved(*outcome), started,
+    _log_saved(Path(outcome) if isinstance(outcome, str) else objectscache.Unsaved(*outcome), started,
                " in the background")
 
 
-def _log_saved(outcome: Path | statecache.Unsaved, started: float, where: str) -> None:
+def _log_saved(outcome: Path | objectscache.Unsaved, started: float, where: str) -> None:
     if isinstance(outcome, Path):
         log.info("saved the parsed state to %s in %.2f s%s", outcome, time.perf_counter() - started, where)
     else:

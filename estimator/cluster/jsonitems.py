@@ -193,7 +193,7 @@ def list_items(raw: bytes, slice_bytes: int | None = None) -> tuple[dict, Iterat
     if bounds is None:
         return None
     rest, begin, end, separator = bounds
-    return rest, _slices(raw, begin + 1, end, rest, separator, slice_bytes or SLICE_BYTES)
+    return rest, items_from(raw, begin + 1, end, rest, separator, slice_bytes or SLICE_BYTES)
 
 
 class UnprovedSlice(ValueError):
@@ -233,9 +233,10 @@ def proved_slices(raw: bytes, start: int, stop: int, separator: bytes, slice_byt
         search_from = boundary + slice_bytes
 
 
-def _slices(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
-            slice_bytes: int, before: int = 0) -> Iterator[Any]:
-    """The items from raw[start:end] on (`before` items of the array come before `start`)."""
+def items_from(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
+               slice_bytes: int, before: int = 0) -> Iterator[Any]:
+    """The items from raw[start:end] on (`before` items of the array come before `start`):
+    a proved slice at a time while cuts are found, then the rest by `items_after`."""
     yielded = before
     try:
         for items in proved_slices(raw, start, end, separator, slice_bytes):

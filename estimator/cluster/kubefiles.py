@@ -11,7 +11,7 @@ writer's output does): a file cut short while being written ends mid-line, and s
 can still parse (`cpu: 32` cut to `cpu: 3`). A cut between documents cannot be told from a
 whole file by its text: write files elsewhere and rename them into place (the estimator's
 reload also refuses files changed during the read or in the last seconds, see
-cluster/state.py). JSON nested deeper than the parsers follow is refused, naming the file.
+cluster/filestate.py). JSON nested deeper than the parsers follow is refused, naming the file.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable, Sequence
+
 import numpy as np
 
 
@@ -14,6 +16,18 @@ class NodeTree:
 
     def __init__(self) -> None:
         self._zones: dict[str, dict[str, int]] = {}  # zone -> {node name: row}
+
+    @classmethod
+    def restore(cls, zones: Iterable[tuple[str, Iterable[int]]], names: Sequence[str]) -> NodeTree:
+        """The tree `rows_by_zone()` described, `names[row]` naming each row."""
+        tree = cls()
+        for zone, rows in zones:
+            tree._zones[zone] = {names[row]: row for row in rows}
+        return tree
+
+    def rows_by_zone(self) -> list[list]:
+        """[[zone, [row, ...]], ...] in the tree's order (the rows' names are the cache's)."""
+        return [[zone, list(nodes.values())] for zone, nodes in self._zones.items()]
 
     def add(self, zone: str, name: str, row: int) -> None:
         self._zones.setdefault(zone, {})[name] = row

@@ -29,7 +29,7 @@ import orjson
 from estimator.cluster import forked
 from estimator.cluster.bulkload import Digester
 from estimator.cluster.kubefiles import invalid_json
-from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, _slices, items_after, items_bounds, proved_slices
+from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, items_after, items_bounds, items_from, proved_slices
 
 # Smaller files (a 10k-node member is 35 MB) load in about a second and a half: left on one core.
 MIN_BYTES = 64 << 20
@@ -163,7 +163,7 @@ def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: byt
         # The worker stopped part-way (a document broken after the cut, or the worker died):
         # the rest is read here, from where its last frame ended, with the sequential load's errors.
         if yielded == head:
-            yield from _kinded(_slices(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
+            yield from _kinded(items_from(raw, cut + 1, end, rest, separator, slice_bytes, yielded), item_kind)
         else:  # (no byte offset for the end of a frame: the boundaries from the byte scan)
             yield from _kinded(items_after(raw, rest, yielded), item_kind)
     finally:

@@ -52,7 +52,9 @@ def _allocatable_kept(name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _ParsedNode:
+class ParsedNode:
+    """What the cache keeps of a Node, checked and ready to apply (`parse_node`)."""
+
     name: str
     allocatable: Mapping[str, int]
     node_class: NodeClass
@@ -60,7 +62,7 @@ class _ParsedNode:
     zone: str
 
 
-def parse_node(obj: Any) -> _ParsedNode:
+def parse_node(obj: Any) -> ParsedNode:
     meta, _, name = object_meta(obj, namespaced=False)
     labels = string_map(meta.get("labels"), "metadata.labels")
     spec = obj.get("spec") or {}
@@ -75,7 +77,7 @@ def parse_node(obj: Any) -> _ParsedNode:
         taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
         unschedulable=bool(spec.get("unschedulable")),
     )
-    return _ParsedNode(name, allocatable, node_class, labels.get(HOSTNAME_LABEL), zone_key(labels))
+    return ParsedNode(name, allocatable, node_class, labels.get(HOSTNAME_LABEL), zone_key(labels))
 
 
 def quota_record(obj: Any) -> QuotaRecord:

@@ -385,6 +385,10 @@ class _NamespacedStore(Generic[R]):
     def __len__(self) -> int:
         return sum(map(len, self._live.values()))
 
+    def live(self) -> Mapping[str, Mapping[str, R]]:
+        """namespace -> name -> record as held now: the table itself, not a copy."""
+        return self._live
+
     def freeze(self) -> Mapping[str, Mapping[str, R]]:
         for namespace in self._dirty:
             records = self._live.get(namespace)
@@ -418,6 +422,12 @@ class WorkloadState:
 
     def set_pod(self, namespace: str, name: str, record: UnschedulablePod | None) -> bool:
         return self._changed(self._unschedulable.set(namespace, name, record))
+
+    def live_unschedulable(self) -> Mapping[str, Mapping[str, UnschedulablePod]]:
+        """namespace -> pod name -> the unschedulable pods held now: the table itself, not a
+        copy, for a loader that asks about every pod (read it, never write through it; it
+        changes as `set_pod` does)."""
+        return self._unschedulable.live()
 
     def counts(self) -> dict[str, int]:
         return {

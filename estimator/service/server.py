@@ -30,7 +30,7 @@ from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection
 
 from estimator import kernels
-from estimator.cluster.state import ClusterState
+from estimator.cluster.sources import ClusterState
 from estimator.estimate.estimate import Estimator
 from estimator.pb import service_pb2
 from estimator.service import procmem

@@ -17,6 +17,7 @@ from scheduler_client.karmada.minimum import UNKNOWN, merge
 from scheduler_client.karmada.policy import PolicyError, parse_placement, parse_policy
 from scheduler_client.memberview import Member
 from scheduler_client.placement import Options, choose, evaluate
+from tests.support.cachemutators import upsert_node, upsert_pod
 
 GPU = "nvidia.com/gpu"
 
@@ -70,9 +71,9 @@ def test_ineligible_members_are_skipped_and_karmada_order_is_sets_then_name():
 def snapshot(*nodes, pods=()):
     cache = ClusterCache()
     for n in nodes:
-        cache.upsert_node(n.build())
+        upsert_node(cache, n.build())
     for p in pods:
-        cache.upsert_pod(p.build())
+        upsert_pod(cache, p.build())
     return cache.snapshot()
 
 

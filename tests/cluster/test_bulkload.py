@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from benchmarks.members import MemberSpec, generate
-from estimator.cluster import files, statecache
+from estimator.cluster import files, objectscache
 from estimator.cluster.bulkload import BulkLoader
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import iter_objects
@@ -47,7 +47,7 @@ def pod(name, node_name=None, requests=None, namespace="ns", **extra):
 
 
 def load(path: Path, bulk: bool, stream: bool = False):
-    cache, recorder = ClusterCache(), statecache.Recorder()
+    cache, recorder = ClusterCache(), objectscache.Recorder()
     objects = iter_objects(path, stream_from=0) if stream else iter_objects(path)
     files._load_objects(cache, path, objects, recorder, bulk)
     return cache, recorder
@@ -56,8 +56,8 @@ def load(path: Path, bulk: bool, stream: bool = False):
 def assert_same(path: Path, stream: bool = False) -> ClusterCache:
     reference, ref_recorder = load(path, bulk=False, stream=stream)
     bulk, bulk_recorder = load(path, bulk=True, stream=stream)
-    meta_a, arrays_a = statecache._state(reference, ref_recorder, [])
-    meta_b, arrays_b = statecache._state(bulk, bulk_recorder, [])
+    meta_a, arrays_a = objectscache.to_entry(reference, ref_recorder, [])
+    meta_b, arrays_b = objectscache.to_entry(bulk, bulk_recorder, [])
     assert meta_a.keys() == meta_b.keys()
     for key in meta_a:
         assert meta_a[key] == meta_b[key], key
@@ -262,7 +262,7 @@ def test_yaml_files_take_the_same_path(tmp_path):
 
 
 def _cache_state(cache):
-    meta, arrays = statecache._state(cache, statecache.Recorder(), [])
+    meta, arrays = objectscache.to_entry(cache, objectscache.Recorder(), [])
     return meta, {k: v.tolist() for k, v in arrays.items()}, dict(cache._pods), cache.stats()
 
 

@@ -13,6 +13,7 @@ from estimator.cluster.cache import ClusterCache
 from estimator.core.records import zone_key
 from estimator.core.snapshot import ScopeRequirement
 from tests.support.builders import GPU, node, pod, quota
+from tests.support.cachemutators import delete_node, delete_pod, delete_quota, upsert_node, upsert_pod, upsert_quota
 
 Gi = 2**30
 
@@ -33,7 +34,7 @@ def _cache(*objects):
     cache = ClusterCache()
     for obj in objects:
         kind = obj["kind"]
-        {"Node": cache.upsert_node, "Pod": cache.upsert_pod, "ResourceQuota": cache.upsert_quota}[kind](obj)
+        {"Node": upsert_node, "Pod": upsert_pod, "ResourceQuota": upsert_quota}[kind](cache, obj)
     return cache
 
 
@@ -68,19 +69,19 @@ def test_pods_on_a_node(pod_builder, expected):
 
 def test_a_pod_update_moves_its_requests():
     cache = _cache(node("n1").cpu("4").build(), node("n2").cpu("4").build())
-    cache.upsert_pod(pod("ns", "p").requests(cpu="1").build())  # pending, unbound
+    upsert_pod(cache, pod("ns", "p").requests(cpu="1").build())  # pending, unbound
     assert _available(cache, "n1")["cpu"] == 4000
-    cache.upsert_pod(pod("ns", "p").on("n1").requests(cpu="1").build())  # bound
+    upsert_pod(cache, pod("ns", "p").on("n1").requests(cpu="1").build())  # bound
     assert _available(cache, "n1") == {"pods": 109, "cpu": 3000}
-    cache.upsert_pod(pod("ns", "p").on("n1").requests(cpu="2").build())  # resized
+    upsert_pod(cache, pod("ns", "p").on("n1").requests(cpu="2").build())  # resized
     assert _available(cache, "n1") == {"pods": 109, "cpu": 2000}
-    cache.upsert_pod(pod("ns", "p").on("n2").requests(cpu="2").build())  # rebound elsewhere
+    upsert_pod(cache, pod("ns", "p").on("n2").requests(cpu="2").build())  # rebound elsewhere
     assert _available(cache, "n1") == {"pods": 110, "cpu": 4000}
     assert _available(cache, "n2") == {"pods": 109, "cpu": 2000}
-    cache.upsert_pod(pod("ns", "p").on("n2").requests(cpu="2").phase("Succeeded").build())
+    upsert_pod(cache, pod("ns", "p").on("n2").requests(cpu="2").phase("Succeeded").build())
     assert _available(cache, "n2") == {"pods": 110, "cpu": 4000}
-    cache.upsert_pod(pod("ns", "p").on("n2").requests(cpu="2").build())
-    cache.delete_pod("ns", "p")
+    upsert_pod(cache, pod("ns", "p").on("n2").requests(cpu="2").build())
+    delete_pod(cache, "ns", "p")
     assert _available(cache, "n2") == {"pods": 110, "cpu": 4000}
     assert cache.stats()["counted_pods"] == 0
 
@@ -88,8 +89,8 @@ def test_a_pod_update_moves_its_requests():
 def test_deleting_an_unknown_pod_or_node_is_harmless():
     cache = _cache(node("n1").cpu("1").build())
     version = cache.version
-    cache.delete_pod("ns", "nope")
-    cache.delete_node("nope")
+    delete_pod(cache, "ns", "nope")
+    delete_node(cache, "nope")
     assert cache.version == version
 
 
@@ -97,22 +98,22 @@ def test_pods_on_an_unknown_node_count_once_the_node_appears():
     cache = _cache(pod("ns", "early").on("n1").requests(cpu="1").build())
     assert cache.snapshot().num_nodes == 0
     assert cache.stats()["rows"] == 1
-    cache.upsert_node(node("n1").cpu("4").build())
+    upsert_node(cache, node("n1").cpu("4").build())
     assert _available(cache, "n1") == {"pods": 109, "cpu": 3000}
 
 
 def test_a_deleted_and_re_added_node_keeps_counting_its_pods():
     cache = _cache(node("n1").cpu("4").build(), pod("ns", "p").on("n1").requests(cpu="1").build())
-    cache.delete_node("n1")
+    delete_node(cache, "n1")
     assert cache.snapshot().num_nodes == 0
-    cache.upsert_node(node("n1").cpu("4").build())
+    upsert_node(cache, node("n1").cpu("4").build())
     assert _available(cache, "n1") == {"pods": 109, "cpu": 3000}
 
 
 def test_a_row_left_by_a_deleted_node_is_reused():
     cache = _cache(*(node(f"n{i}").cpu("1").build() for i in range(3)))
-    cache.delete_node("n1")
-    cache.upsert_node(node("n9").cpu("2").build())
+    delete_node(cache, "n1")
+    upsert_node(cache, node("n9").cpu("2").build())
     stats = cache.stats()
     assert stats["rows"] == 3 and stats["rows_ever_used"] == 3
     assert _available(cache, "n9") == {"pods": 110, "cpu": 2000}
@@ -120,11 +121,11 @@ def test_a_row_left_by_a_deleted_node_is_reused():
 
 def test_a_row_kept_for_pods_is_freed_with_its_last_pod():
     cache = _cache(node("n1").cpu("4").build(), pod("ns", "p").on("n1").build())
-    cache.delete_node("n1")
+    delete_node(cache, "n1")
     assert cache.stats()["rows"] == 1
-    cache.delete_pod("ns", "p")
+    delete_pod(cache, "ns", "p")
     assert cache.stats()["rows"] == 0
-    cache.upsert_node(node("n2").cpu("1").build())
+    upsert_node(cache, node("n2").cpu("1").build())
     assert cache.stats()["rows_ever_used"] == 1
     assert _available(cache, "n2") == {"pods": 110, "cpu": 1000}
 
@@ -132,8 +133,8 @@ def test_a_row_kept_for_pods_is_freed_with_its_last_pod():
 def test_arrays_grow_past_their_initial_size_in_rows_and_columns():
     cache = ClusterCache()
     for i in range(300):
-        cache.upsert_node(node(f"n{i}").cpu(str(i + 1)).resource(f"example.com/r{i % 20}", i).build())
-    cache.upsert_pod(pod("ns", "p").on("n299").requests(cpu="1", **{"example.com/new": "1"}).build())
+        upsert_node(cache, node(f"n{i}").cpu(str(i + 1)).resource(f"example.com/r{i % 20}", i).build())
+    upsert_pod(cache, pod("ns", "p").on("n299").requests(cpu="1", **{"example.com/new": "1"}).build())
     snapshot = cache.snapshot()
     assert snapshot.num_nodes == 300 and len(snapshot.resource_names) == 23  # pods, cpu, 20 r*, new
     view = _view(snapshot)
@@ -164,11 +165,11 @@ def test_nodes_with_equal_labels_taints_and_cordon_share_a_class():
 def test_a_label_change_moves_a_node_to_another_class_and_frees_the_old_one():
     cache = _cache(node("a").label("pool", "x").build(), node("b").label("pool", "y").build())
     before = cache.snapshot()
-    cache.upsert_node(node("b").label("pool", "x").build())
+    upsert_node(cache, node("b").label("pool", "x").build())
     after = cache.snapshot()
     assert after.node_class[0] == after.node_class[1]
     assert cache.stats()["node_classes"] == 1
-    cache.upsert_node(node("c").label("pool", "z").build())  # reuses the freed class id
+    upsert_node(cache, node("c").label("pool", "z").build())  # reuses the freed class id
     assert len(cache.snapshot().classes) == len(before.classes) == 2
     assert cache.snapshot().classes[cache.snapshot().node_class[2]].label_dict() == {"pool": "z"}
 
@@ -181,10 +182,10 @@ def test_hostname_and_name_look_ups_follow_relabels_and_new_nodes():
     cache = _cache(node("a").zone("z1").build(), node("b").zone("z2").build())
     assert not cache.snapshot().node_mask(by_hostname).any()
     assert cache.snapshot().node_mask(by_name).tolist() == [False, True]
-    cache.upsert_node(node("a").zone("z1").label("kubernetes.io/hostname", "web-host").build())
+    upsert_node(cache, node("a").zone("z1").label("kubernetes.io/hostname", "web-host").build())
     assert cache.snapshot().node_mask(by_hostname).tolist() == [True, False]
-    cache.upsert_node(node("c").zone("z1").build())  # order becomes a, b, c
-    cache.upsert_node(node("a0").zone("z3").build())  # order becomes a, b, a0, c
+    upsert_node(cache, node("c").zone("z1").build())  # order becomes a, b, c
+    upsert_node(cache, node("a0").zone("z3").build())  # order becomes a, b, a0, c
     snapshot = cache.snapshot()
     assert snapshot.node_names == ("a", "b", "a0", "c")
     assert snapshot.node_mask(by_name).tolist() == [False, True, False, False]
@@ -250,7 +251,7 @@ def test_nodes_interleave_round_robin_across_zones_in_first_seen_order():
         builder = node(name).cpu("1")
         if zone:
             builder.zone(zone)
-        cache.upsert_node(builder.build())
+        upsert_node(cache, builder.build())
         reference.add(name, zone_key({"topology.kubernetes.io/zone": zone} if zone else {}))
     assert cache.snapshot().node_names == ("a1", "b1", "c1", "n1", "a2", "b2", "a3")
     assert list(cache.snapshot().node_names) == reference.list()
@@ -258,10 +259,10 @@ def test_nodes_interleave_round_robin_across_zones_in_first_seen_order():
 
 def test_an_emptied_zone_is_removed_and_comes_back_last():
     cache = _cache(node("a1").zone("za").build(), node("b1").zone("zb").build(), node("a2").zone("za").build())
-    cache.delete_node("a1")
-    cache.delete_node("a2")
-    cache.upsert_node(node("a3").zone("za").build())
-    cache.upsert_node(node("b2").zone("zb").build())
+    delete_node(cache, "a1")
+    delete_node(cache, "a2")
+    upsert_node(cache, node("a3").zone("za").build())
+    upsert_node(cache, node("b2").zone("zb").build())
     assert cache.snapshot().node_names == ("b1", "a3", "b2")
 
 
@@ -269,9 +270,9 @@ def test_a_node_changing_zone_moves_to_the_end_of_its_new_zone():
     cache = _cache(
         node("a1").zone("za").build(), node("b1").zone("zb").build(), node("a2").zone("za").build(), node("b2").zone("zb").build()
     )
-    cache.upsert_node(node("a1").zone("zb").build())
+    upsert_node(cache, node("a1").zone("zb").build())
     assert cache.snapshot().node_names == ("a2", "b1", "b2", "a1")
-    cache.upsert_node(node("a1").zone("zb").label("x", "y").build())  # same zone: stays
+    upsert_node(cache, node("a1").zone("zb").label("x", "y").build())  # same zone: stays
     assert cache.snapshot().node_names == ("a2", "b1", "b2", "a1")
 
 
@@ -287,11 +288,11 @@ def test_a_snapshot_is_reused_until_something_changes():
     cache = _cache(node("n1").cpu("4").build())
     first = cache.snapshot()
     assert cache.snapshot() is first
-    cache.upsert_node(node("n1").cpu("4").build())  # a heartbeat: nothing estimates see
+    upsert_node(cache, node("n1").cpu("4").build())  # a heartbeat: nothing estimates see
     assert cache.snapshot() is first
-    cache.upsert_pod(pod("ns", "p").phase("Succeeded").build())  # nothing to count
+    upsert_pod(cache, pod("ns", "p").phase("Succeeded").build())  # nothing to count
     assert cache.snapshot() is first
-    cache.upsert_node(node("n1").cpu("5").build())
+    upsert_node(cache, node("n1").cpu("5").build())
     second = cache.snapshot()
     assert second is not first and second.version > first.version
     assert first.available[0, 1] == 4000 and second.available[0, 1] == 5000  # the old copy is untouched
@@ -318,7 +319,7 @@ def test_quotas_are_grouped_by_namespace_with_scopes_and_int_amounts():
     assert cpu.hard == {"requests.cpu": 10000} and cpu.used == {"requests.cpu": 1500}
     assert cpu.scopes == (ScopeRequirement("NotBestEffort", "Exists"), ScopeRequirement("PriorityClass", "In", ("high",)))
     assert gpu.used == {"requests.nvidia.com/gpu": 2}
-    cache.delete_quota("ml", "gpu")
+    delete_quota(cache, "ml", "gpu")
     assert [q.name for q in cache.snapshot().quotas["ml"]] == ["cpu"]
 
 
@@ -326,24 +327,24 @@ def test_a_malformed_object_changes_nothing():
     cache = _cache(node("n1").cpu("4").build())
     version = cache.version
     with pytest.raises(ValueError, match="cpu"):
-        cache.upsert_pod(pod("ns", "p").on("n1").container("web", requests={"cpu": "x"}).build())
+        upsert_pod(cache, pod("ns", "p").on("n1").container("web", requests={"cpu": "x"}).build())
     with pytest.raises(ValueError, match="status.allocatable: memory"):
-        cache.upsert_node(node("n1").memory("lots").build())
+        upsert_node(cache, node("n1").memory("lots").build())
     with pytest.raises(ValueError, match="metadata.name"):
-        cache.upsert_node({"kind": "Node", "metadata": {}})
+        upsert_node(cache, {"kind": "Node", "metadata": {}})
     assert cache.version == version and _available(cache, "n1") == {"pods": 110, "cpu": 4000}
 
 
 def test_readers_never_see_half_an_update():
     cache = _cache(node("n1").cpu("100").build(), node("n2").cpu("100").build())
     for i in range(10):
-        cache.upsert_pod(pod("ns", f"p{i}").on("n1").requests(cpu="1").build())
+        upsert_pod(cache, pod("ns", f"p{i}").on("n1").requests(cpu="1").build())
     moves, snapshots, bad = 2000, 0, []
 
     def mover():
         for i in range(moves):
             target = ("n1", "n2")[i % 2]
-            cache.upsert_pod(pod("ns", f"p{i % 10}").on(target).requests(cpu="1").build())
+            upsert_pod(cache, pod("ns", f"p{i % 10}").on(target).requests(cpu="1").build())
 
     thread = threading.Thread(target=mover)
     thread.start()
@@ -367,18 +368,18 @@ def test_a_pod_update_reuses_the_node_order_and_look_ups():
     # (The time itself is measured by benchmarks/snapshot_build.py, not asserted here.)
     cache = ClusterCache()
     for i in range(1000):
-        cache.upsert_node(node(f"n{i}").cpu("32").memory("128Gi").gpu(8).zone(f"z{i % 3}").label("pool", f"p{i % 4}")
+        upsert_node(cache, node(f"n{i}").cpu("32").memory("128Gi").gpu(8).zone(f"z{i % 3}").label("pool", f"p{i % 4}")
                           .build())
     first = cache.snapshot()
     for i in range(20):
-        cache.upsert_pod(pod("ns", f"p{i}").on(f"n{i}").requests(cpu="1").build())
+        upsert_pod(cache, pod("ns", f"p{i}").on(f"n{i}").requests(cpu="1").build())
         snapshot = cache.snapshot()
         assert snapshot.version > first.version
         assert snapshot.available[snapshot.node_names.index(f"n{i}"), snapshot.column("cpu")] == 31_000
     # The same objects, not equal copies: a re-sort would build a new names tuple.
     for field in ("node_names", "hostnames", "classes", "resource_names"):
         assert getattr(snapshot, field) is getattr(first, field), f"{field} was rebuilt for a pod update"
-    cache.upsert_node(node("n1000").cpu("32").build())  # a new node does change the order
+    upsert_node(cache, node("n1000").cpu("32").build())  # a new node does change the order
     assert cache.snapshot().node_names is not first.node_names
 
 
@@ -451,7 +452,7 @@ def test_any_history_gives_the_snapshot_of_its_final_objects(ops):
     for op in ops:
         if op[0] == "node":
             obj = _node_obj(*op[1:])
-            cache.upsert_node(obj)
+            upsert_node(cache, obj)
             nodes[op[1]] = obj
             zone = zone_key(obj["metadata"]["labels"])
             if op[1] in zones and zones[op[1]] != zone:
@@ -460,20 +461,20 @@ def test_any_history_gives_the_snapshot_of_its_final_objects(ops):
             zones[op[1]] = zone
         elif op[0] == "pod":
             obj = _pod_obj(*op[1:])
-            cache.upsert_pod(obj)
+            upsert_pod(cache, obj)
             pods[op[1]] = obj
         elif op[0] == "del-node":
-            cache.delete_node(op[1])
+            delete_node(cache, op[1])
             if nodes.pop(op[1], None) is not None:
                 reference.remove(op[1], zones.pop(op[1]))
         else:
-            cache.delete_pod("ns", op[1])
+            delete_pod(cache, "ns", op[1])
             pods.pop(op[1], None)
     fresh = ClusterCache()
     for obj in nodes.values():
-        fresh.upsert_node(obj)
+        upsert_node(fresh, obj)
     for obj in pods.values():
-        fresh.upsert_pod(obj)
+        upsert_pod(fresh, obj)
     incremental = cache.snapshot()
     assert list(incremental.node_names) == reference.list()
     assert _canonical(incremental) == _canonical(fresh.snapshot())

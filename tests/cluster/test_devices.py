@@ -10,6 +10,7 @@ import pytest
 
 from estimator.cluster.cache import ClusterCache
 from estimator.core.devices import IMPLICIT_PREFIX, claim_record, device_class_record, served_names, slice_record
+from tests.support.cachemutators import upsert
 
 DRIVER = "gpu.example.com"
 GPU = "nvidia.com/gpu"
@@ -53,7 +54,7 @@ def by_model(wanted):
 def cache_with(*objects, matches=None):
     cache = ClusterCache(device_matcher=matches)
     for obj in objects:
-        cache.upsert(obj["kind"], obj)
+        upsert(cache, obj["kind"], obj)
     return cache
 
 
@@ -94,7 +95,7 @@ def test_an_incomplete_pool_counts_nothing_until_its_last_slice_arrives():
     half = resource_slice("s1", "n1", [("g0", "a100")], pool="p", count=2)
     cache = cache_with(node("n1"), device_class("gpus", GPU), half, matches=by_model({}))
     assert free(cache.snapshot(), GPU) == {"n1": 0}
-    cache.upsert("ResourceSlice", resource_slice("s2", "n1", [("g1", "a100"), ("g2", "a100")], pool="p", count=2))
+    upsert(cache, "ResourceSlice", resource_slice("s2", "n1", [("g1", "a100"), ("g2", "a100")], pool="p", count=2))
     assert free(cache.snapshot(), GPU) == {"n1": 3}
 
 
@@ -109,7 +110,7 @@ def test_claims_and_slices_coming_and_going_are_recounted():
     cache = cache_with(node("n1"), device_class("gpus", GPU), resource_slice("s1", "n1", [("g0", "a100"), ("g1", "a100")]),
                        matches=by_model({}))
     assert free(cache.snapshot(), GPU) == {"n1": 2}
-    cache.upsert("ResourceClaim", claim("c", ("n1", "g0"), ("n1", "g1")))
+    upsert(cache, "ResourceClaim", claim("c", ("n1", "g0"), ("n1", "g1")))
     assert free(cache.snapshot(), GPU) == {"n1": 0}
     cache.delete("ResourceClaim", ("ml", "c"))
     assert free(cache.snapshot(), GPU) == {"n1": 2}
@@ -162,7 +163,7 @@ def test_a_malformed_object_changes_nothing():
                        matches=by_model({}))
     before = free(cache.snapshot(), GPU)
     with pytest.raises(ValueError):
-        cache.upsert("ResourceSlice", {"metadata": {"name": "s1"}, "spec": {"driver": DRIVER, "pool": {"name": "p"},
+        upsert(cache, "ResourceSlice", {"metadata": {"name": "s1"}, "spec": {"driver": DRIVER, "pool": {"name": "p"},
                                                                               "devices": [{"name": ""}]}})
     assert free(cache.snapshot(), GPU) == before == {"n1": 1}
 

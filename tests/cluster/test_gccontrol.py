@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from estimator.cluster import gccontrol
-from estimator.cluster.state import FileClusterState
+from estimator.cluster.filestate import FileClusterState
 
 
 @pytest.fixture(autouse=True)

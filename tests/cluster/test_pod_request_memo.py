@@ -16,6 +16,7 @@ from estimator.core.podrequests import pod_spec_requests
 from estimator.core.records import REQUEST_SPEC_FIELDS, pod_record
 from tests.core.test_podrequests import CASES
 from tests.support.builders import pod
+from tests.support.cachemutators import upsert_pod
 
 
 @pytest.fixture(autouse=True)
@@ -109,7 +110,7 @@ def test_the_memo_is_bounded(monkeypatch):
 def test_pods_counted_through_the_memo_add_up_on_their_node():
     cache = ClusterCache()
     for i in range(5):
-        cache.upsert_pod(pod("ns", f"p{i}").requests(cpu="500m", memory="1Gi").on("n1").build())
+        upsert_pod(cache, pod("ns", f"p{i}").requests(cpu="500m", memory="1Gi").on("n1").build())
     requested = cache._requested[cache._rows["n1"]]
     assert requested[0] == 5
     assert requested[cache._column_index["cpu"]] == 2500

@@ -17,8 +17,8 @@ import time
 import pytest
 import yaml
 
-from estimator.cluster import state as state_module
-from estimator.cluster.state import FileClusterState
+from estimator.cluster import filestate
+from estimator.cluster.filestate import FileClusterState
 from estimator.core.errors import StateLoadError
 from tests.support.servers import DEMO
 
@@ -46,7 +46,7 @@ def aged(path, seconds: float = 30.0) -> None:
 
 @pytest.fixture
 def quick_settle(monkeypatch):
-    monkeypatch.setattr(state_module, "SETTLE_SECONDS", SETTLE, raising=False)
+    monkeypatch.setattr(filestate, "SETTLE_SECONDS", SETTLE, raising=False)
 
 
 def test_a_reload_during_a_rewrite_at_any_document_boundary_serves_the_whole_member(tmp_path, quick_settle):
@@ -111,7 +111,7 @@ def test_files_changed_during_the_read_are_read_again_after_they_settle(tmp_path
     path.write_text(text)
     aged(path)
     state = FileClusterState([path], state_cache="off")
-    real = state_module.load_object_files
+    real = filestate.load_object_files
     reads = []
 
     def rewritten_meanwhile(*args, **kwargs):
@@ -121,7 +121,7 @@ def test_files_changed_during_the_read_are_read_again_after_they_settle(tmp_path
         reads.append(cache)
         return cache
 
-    monkeypatch.setattr(state_module, "load_object_files", rewritten_meanwhile)
+    monkeypatch.setattr(filestate, "load_object_files", rewritten_meanwhile)
     assert state.reload() is True
     assert len(reads) == 2, "the read that overlapped the rewrite must not be served"
     assert state.snapshot().available[:, state.snapshot().column("cpu")].max() <= 6000
@@ -133,7 +133,7 @@ def test_files_that_never_settle_are_refused_and_the_previous_state_kept(tmp_pat
     aged(path)
     state = FileClusterState([path], state_cache="off")
     before = state.snapshot()
-    monkeypatch.setattr(state_module, "MAX_SETTLE_WAIT", 1.0, raising=False)
+    monkeypatch.setattr(filestate, "MAX_SETTLE_WAIT", 1.0, raising=False)
     stop, writing = threading.Event(), threading.Event()
 
     def writer():

@@ -14,7 +14,7 @@ import random
 import orjson
 import pytest
 
-from estimator.cluster import files, splitload, statecache
+from estimator.cluster import files, objectscache, splitload
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.kubefiles import iter_objects
 from estimator.core.errors import StateLoadError
@@ -24,20 +24,20 @@ pytestmark = pytest.mark.skipif(not splitload.can_fork(), reason="needs fork, tw
 
 
 def _state(cache, recorder):
-    meta, arrays = statecache._state(cache, recorder, [])
+    meta, arrays = objectscache.to_entry(cache, recorder, [])
     return meta, {k: v.tolist() for k, v in arrays.items()}, dict(cache._pods), dict(cache._excess), cache.stats()
 
 
 def _split_load(path, share, slice_bytes=256):
     objects = splitload.objects(path, min_bytes=0, head_share=share, slice_bytes=slice_bytes)
     assert objects is not None
-    cache, recorder = ClusterCache(), statecache.Recorder()
+    cache, recorder = ClusterCache(), objectscache.Recorder()
     files._load_objects(cache, path, objects, recorder, bulk=True)
     return _state(cache, recorder)
 
 
 def _reference(path):
-    cache, recorder = ClusterCache(), statecache.Recorder()
+    cache, recorder = ClusterCache(), objectscache.Recorder()
     files._load_objects(cache, path, iter_objects(path), recorder, bulk=False)
     return _state(cache, recorder)
 
@@ -127,7 +127,7 @@ def test_the_callers_work_runs_once_while_the_worker_reads(tmp_path):
     ran = []
     objects = splitload.objects(path, min_bytes=0, slice_bytes=256, meanwhile=lambda: ran.append(os.getpid()))
     assert ran == [os.getpid()]  # here, before a single object was read
-    cache, recorder = ClusterCache(), statecache.Recorder()
+    cache, recorder = ClusterCache(), objectscache.Recorder()
     files._load_objects(cache, path, objects, recorder, bulk=True)
     assert _state(cache, recorder) == expected
     assert splitload.objects(path, meanwhile=lambda: ran.append("small file")) is None  # (under MIN_BYTES)

@@ -7,7 +7,8 @@ import inspect
 
 import pytest
 
-from estimator.cluster.state import ClusterState, FileClusterState
+from estimator.cluster.filestate import FileClusterState
+from estimator.cluster.sources import ClusterState
 from estimator.cluster.watch import WatchClusterState
 
 METHODS = [name for name, member in vars(ClusterState).items()

@@ -20,6 +20,7 @@ from estimator.cluster.watch.reflector import Reflector
 from estimator.cluster.watch.specs import KIND_SPECS
 from estimator.core.resources import MAX_INT64
 from tests.cluster.test_watch import available, fake, wait_until, watch  # noqa: F401 - fixtures
+from tests.support.cachemutators import delete_pod, upsert_node, upsert_pod
 from tests.support.kubeobjects import node_object, pod_object
 
 GI = 2**30
@@ -63,19 +64,19 @@ def test_a_pod_whose_requests_overflow_int64_does_not_stall_the_pod_stream(fake,
 
 def test_saturated_node_sums_come_back_exactly_when_pods_leave():
     cache = ClusterCache()
-    cache.upsert_node(node_object("n0"))
+    upsert_node(cache, node_object("n0"))
     big = [hostile_pod(f"big{i}", each="8E", containers=1) for i in range(3)]  # 8E fits; 2 x 8E does not
     for pod in big:
-        cache.upsert_pod(pod)
+        upsert_pod(cache, pod)
     row = cache.snapshot()
     column = row.resource_names.index("ephemeral-storage")
     assert int(row.available[0, column]) == 0
     assert int(row.allocatable[0, column]) - 0 == 100 * GI
     for pod in big[1:]:
-        cache.delete_pod("shop", pod["metadata"]["name"])
+        delete_pod(cache, "shop", pod["metadata"]["name"])
     after = cache.snapshot()
     assert int(after.available[0, after.resource_names.index("ephemeral-storage")]) == 0  # 8E > 100Gi
-    cache.delete_pod("shop", "big0")
+    delete_pod(cache, "shop", "big0")
     final = cache.snapshot()
     assert int(final.available[0, final.resource_names.index("ephemeral-storage")]) == 100 * GI
     assert int(final.available[0, final.resource_names.index("cpu")]) == 8000
@@ -83,13 +84,13 @@ def test_saturated_node_sums_come_back_exactly_when_pods_leave():
 
 def test_a_refused_pod_changes_nothing():
     cache = ClusterCache()
-    cache.upsert_node(node_object("n0"))
-    cache.upsert_pod(pod_object("shop", "p", node="n0", cpu="1"))
+    upsert_node(cache, node_object("n0"))
+    upsert_pod(cache, pod_object("shop", "p", node="n0", cpu="1"))
     before = cache.snapshot()
     bad = pod_object("shop", "p", node="n0", cpu="3")
     bad["spec"]["containers"].append({"name": "x", "resources": {"requests": {"memory": "10Ei"}}})  # > int64
     with pytest.raises(ValueError, match="memory"):
-        cache.upsert_pod(bad)
+        upsert_pod(cache, bad)
     after = cache.snapshot()
     assert after.version == before.version
     assert (after.available == before.available).all()
@@ -206,8 +207,8 @@ N1 = {"cpu": 8000, "memory": 32 * GI, "pods": 110, "ephemeral-storage": 100 * GI
 @given(st.integers(1, 4).flatmap(lambda n: st.tuples(*[accepted_pods(i) for i in range(n)])), st.booleans())
 def test_no_accepted_pod_stalls_the_reflector_or_moves_other_numbers(hostile, in_list):
     cache = ClusterCache()
-    cache.upsert_node(node_object("n0"))
-    cache.upsert_node(node_object("n1"))
+    upsert_node(cache, node_object("n0"))
+    upsert_node(cache, node_object("n1"))
     benign = pod_object("shop", "benign", node="n0", cpu="500m", memory="1Gi")
     sentinel = pod_object("shop", "sentinel", node="n1", cpu="2", memory="1Gi")
     items = [benign] + (list(hostile) if in_list else [])
@@ -254,7 +255,7 @@ def accepted_nodes(draw, index: int):
 def test_no_accepted_node_stalls_the_reflector_or_moves_other_numbers(hostile):
     cache = ClusterCache()
     benign = [node_object("n0"), node_object("n1")]
-    cache.upsert_pod(pod_object("shop", "on-n1", node="n1", cpu="1", memory="1Gi"))
+    upsert_pod(cache, pod_object("shop", "on-n1", node="n1", cpu="1", memory="1Gi"))
     events = [{"type": "MODIFIED", "object": node} for node in hostile]
     events.append({"type": "ADDED", "object": node_object("n2")})  # after every hostile event
     events += [{"type": "DELETED", "object": node} for node in hostile]

@@ -18,6 +18,7 @@ from estimator.core.model import (
     Toleration,
 )
 from tests.support.builders import node
+from tests.support.cachemutators import upsert_node
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -25,7 +26,7 @@ HOSTNAME = "kubernetes.io/hostname"
 def _snapshot(*builders):
     cache = ClusterCache()
     for b in builders:
-        cache.upsert_node(b.build())
+        upsert_node(cache, b.build())
     return cache.snapshot()
 
 
@@ -263,7 +264,7 @@ def test_node_mask_equals_the_per_node_reference(nodes, claim):
             builder.taint(taint.key, taint.value, taint.effect)
         if cordoned:
             builder.cordon()
-        cache.upsert_node(builder.build())
+        upsert_node(cache, builder.build())
     snapshot = cache.snapshot()
     expected = [
         node_passes(snapshot.node_labels(i), snapshot.classes[snapshot.node_class[i]].taints,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from estimator.cluster.cache import ClusterCache
@@ -9,6 +11,9 @@ from estimator.core import errors
 from estimator.core.model import WorkloadRef
 from estimator.core.workloads import SUPPORTED_KINDS, parse_time, template_key
 from tests.support.builders import OLD_TIME, deployment, pod, pods_of, replicaset
+from tests.support.cachemutators import (
+    delete_deployment, delete_pod, delete_replicaset, upsert_deployment, upsert_pod, upsert_replicaset,
+)
 
 NOW = parse_time("2024-01-01T00:10:00Z")  # ten minutes after OLD_TIME
 RECENT = "2024-01-01T00:09:30Z"  # thirty seconds before NOW
@@ -17,9 +22,9 @@ RECENT = "2024-01-01T00:09:30Z"  # thirty seconds before NOW
 def _cache(*objects):
     cache = ClusterCache()
     feed = {
-        "Pod": cache.upsert_pod,
-        "Deployment": cache.upsert_deployment,
-        "ReplicaSet": cache.upsert_replicaset,
+        "Pod": partial(upsert_pod, cache),
+        "Deployment": partial(upsert_deployment, cache),
+        "ReplicaSet": partial(upsert_replicaset, cache),
     }
     for obj in objects:
         feed[obj["kind"]](obj)
@@ -151,13 +156,13 @@ def test_the_template_comparison_ignores_the_hash_label_and_quantity_spelling():
 def test_updates_and_deletes_change_the_answer():
     cache = _cache(DEP, RS, *stuck(count=3))
     assert _count(cache) == 3
-    cache.upsert_pod(pods_of(RS, 1)[0].on("n1").build())  # web-5d8f7c9b6-0 got scheduled
+    upsert_pod(cache, pods_of(RS, 1)[0].on("n1").build())  # web-5d8f7c9b6-0 got scheduled
     assert _count(cache) == 2
-    cache.delete_pod("ns", "web-5d8f7c9b6-1")
+    delete_pod(cache, "ns", "web-5d8f7c9b6-1")
     assert _count(cache) == 1
-    cache.delete_replicaset("ns", RS["metadata"]["name"])
+    delete_replicaset(cache, "ns", RS["metadata"]["name"])
     assert _count(cache) == 0
-    cache.delete_deployment("ns", "web")
+    delete_deployment(cache, "ns", "web")
     with pytest.raises(errors.NotFound, match="Deployment ns/web"):
         _count(cache)
 
@@ -175,7 +180,7 @@ def test_a_missing_deployment_is_not_found():
 def test_an_unchanged_namespace_is_shared_between_indexes():
     cache = _cache(DEP, RS, *stuck(), pod("other", "p").unschedulable().build())
     before = cache.snapshot().workloads
-    cache.upsert_pod(pod("other", "q").unschedulable().build())
+    upsert_pod(cache, pod("other", "q").unschedulable().build())
     after = cache.snapshot().workloads
     assert after.unschedulable["ns"] is before.unschedulable["ns"]
     assert after.unschedulable["other"] is not before.unschedulable["other"]
@@ -232,4 +237,4 @@ def test_a_malformed_selector_is_refused_at_upsert():
     bad = deployment("ns", "web").build()
     bad["spec"]["selector"] = {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["x"]}]}
     with pytest.raises(ValueError, match="Near"):
-        ClusterCache().upsert_deployment(bad)
+        upsert_deployment(ClusterCache(), bad)

@@ -15,6 +15,7 @@ from estimator.pb import estimator_pb2 as pb
 from estimator.service import metrics as m
 from estimator.service.servicer import EstimatorServicer
 from tests.support.builders import node, pod, quota
+from tests.support.cachemutators import delete_pod, upsert_node, upsert_pod, upsert_quota
 
 MI = 2**20
 
@@ -47,7 +48,7 @@ def counting_estimator(snapshots, packing="first-fit"):
 def gpu_member(gpus_per_node=(8, 4)) -> ClusterCache:
     cache = ClusterCache()
     for i, gpus in enumerate(gpus_per_node):
-        cache.upsert_node(node(f"gpu-{i}").cpu(16).memory("64Gi").gpu(gpus).build())
+        upsert_node(cache, node(f"gpu-{i}").cpu(16).memory("64Gi").gpu(gpus).build())
     return cache
 
 
@@ -70,12 +71,12 @@ def test_every_change_to_the_member_is_answered_afresh():
     cache = gpu_member()
     estimator, plugins = counting_estimator(cache.snapshot)
     assert estimator.max_available_component_sets(job(1)).sets == 6
-    cache.upsert_pod(pod("ml-team", "busy").on("gpu-0").requests(cpu="1", **{"nvidia.com/gpu": "6"}).build())
+    upsert_pod(cache, pod("ml-team", "busy").on("gpu-0").requests(cpu="1", **{"nvidia.com/gpu": "6"}).build())
     assert estimator.max_available_component_sets(job(1)).sets == 3  # 2 + 4 GPUs left
-    cache.upsert_quota(quota("ml-team", "q").hard("requests.nvidia.com/gpu", 2).used("requests.nvidia.com/gpu", 0)
+    upsert_quota(cache, quota("ml-team", "q").hard("requests.nvidia.com/gpu", 2).used("requests.nvidia.com/gpu", 0)
                        .build())
     assert estimator.max_available_component_sets(job(1)).sets == 1
-    cache.delete_pod("ml-team", "busy")
+    delete_pod(cache, "ml-team", "busy")
     assert estimator.max_available_component_sets(job(1)).sets == 1  # still the quota
     assert [p.runs for p in plugins] == [4, 4]
 
@@ -88,7 +89,7 @@ def test_replica_answers_are_remembered_too():
     again, outcome = estimator.max_available_replicas(query)
     assert first == again == 3 and not outcome.durations
     assert [p.runs for p in plugins] == [1, 1]
-    cache.upsert_node(node("gpu-2").cpu(16).memory("64Gi").gpu(4).build())
+    upsert_node(cache, node("gpu-2").cpu(16).memory("64Gi").gpu(4).build())
     assert estimator.max_available_replicas(query)[0] == 4
 
 
@@ -110,7 +111,7 @@ def test_a_replaced_snapshot_is_not_kept_alive_by_the_memo():
     estimator, _ = counting_estimator(cache.snapshot)
     estimator.max_available_component_sets(job(1))
     old = weakref.ref(cache.snapshot())
-    cache.upsert_node(node("cpu-0").cpu(4).memory("8Gi").build())
+    upsert_node(cache, node("cpu-0").cpu(4).memory("8Gi").build())
     cache.snapshot()  # the cache lets go of the old snapshot
     gc.collect()
     assert old() is None
@@ -146,7 +147,7 @@ def test_in_flight_usage_never_leaks_into_the_quota_free_amounts_kept_per_snapsh
     from estimator.core.model import AssumedWorkload
 
     cache = gpu_member((64,))
-    cache.upsert_quota(quota("ml-team", "q").hard("requests.nvidia.com/gpu", 8).used("requests.nvidia.com/gpu", 2)
+    upsert_quota(cache, quota("ml-team", "q").hard("requests.nvidia.com/gpu", 8).used("requests.nvidia.com/gpu", 2)
                        .build())
     estimator = Estimator(cache.snapshot, packing="first-fit")
     in_flight = AssumedWorkload("ml-team", job(2).components)  # 4 GPUs of the 6 free
@@ -177,7 +178,7 @@ def test_concurrent_requests_on_changing_snapshots_get_their_own_answers():
 
     def churn() -> None:
         for i in range(20):
-            cache.upsert_pod(pod("ml-team", f"p{i}").on("gpu-0").requests(cpu="10m", **{"nvidia.com/gpu": "1"}).build())
+            upsert_pod(cache, pod("ml-team", f"p{i}").on("gpu-0").requests(cpu="10m", **{"nvidia.com/gpu": "1"}).build())
 
     threads = [threading.Thread(target=ask, args=(k,)) for k in range(4)] + [threading.Thread(target=churn)]
     for t in threads:

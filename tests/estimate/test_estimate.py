@@ -18,6 +18,7 @@ from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
 from estimator.estimate.estimate import Estimator
 from tests.support import naive
 from tests.support.builders import node, quota
+from tests.support.cachemutators import upsert_node, upsert_quota
 from tests.support.servers import DEMO
 
 MI = 2**20
@@ -101,8 +102,8 @@ def test_a_zero_answer_is_the_gpus_and_fewer_gpus_per_worker_fit(member, gpus, s
 
 def test_a_quota_caps_the_answer_and_the_witness_is_trimmed_to_it():
     cache = ClusterCache()
-    cache.upsert_node(node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
-    cache.upsert_quota(quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
+    upsert_node(cache, node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
+    upsert_quota(cache, quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
                        .build())
     estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
     assert estimate.sets == 2  # the node holds 4 sets; the quota allows 4 GPUs = 2 sets
@@ -120,7 +121,7 @@ def test_a_member_without_nodes_answers_zero_before_any_plugin():
     estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
     assert (estimate.sets, estimate.outcome, estimate.bound, estimate.witness()) == (0, None, 0, None)
     # The same query on one node that holds exactly one set (2 GPUs) runs the plugins and answers 1.
-    cache.upsert_node(node("gpu-2").cpu(1).memory("1Gi").gpu(2).build())
+    upsert_node(cache, node("gpu-2").cpu(1).memory("1Gi").gpu(2).build())
     estimate = Estimator(cache.snapshot).max_available_component_sets(train(1))
     assert estimate.sets == 1 and estimate.outcome is not None
     check_witness(estimate, train(1))
@@ -128,8 +129,8 @@ def test_a_member_without_nodes_answers_zero_before_any_plugin():
 
 def test_a_quota_that_binds_makes_the_answer_proven_optimal():
     cache = ClusterCache()
-    cache.upsert_node(node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
-    cache.upsert_quota(quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
+    upsert_node(cache, node("gpu-8").cpu(12).memory("64Gi").gpu(8).build())
+    upsert_quota(cache, quota("ml-team", "gpus").hard("requests.nvidia.com/gpu", 4).used("requests.nvidia.com/gpu", 0)
                        .build())
     for packing in ("best", "first-fit"):
         estimate = Estimator(cache.snapshot, packing=packing).max_available_component_sets(train(1))
@@ -140,9 +141,9 @@ def test_where_first_fit_strands_gpus_its_bound_says_how_far_it_may_be():
     # First-fit's masters take pod slots of the gpu nodes (first in order), stranding a GPU
     # per set; best puts them on the cpu node and reaches the bound (4 GPUs / 2 per set).
     cache = ClusterCache()
-    cache.upsert_node(node("gpu-a").cpu(8).memory("64Gi").gpu(2).pods(2).build())
-    cache.upsert_node(node("gpu-b").cpu(8).memory("64Gi").gpu(2).pods(2).build())
-    cache.upsert_node(node("x-cpu").cpu(8).memory("64Gi").pods(10).build())
+    upsert_node(cache, node("gpu-a").cpu(8).memory("64Gi").gpu(2).pods(2).build())
+    upsert_node(cache, node("gpu-b").cpu(8).memory("64Gi").gpu(2).pods(2).build())
+    upsert_node(cache, node("x-cpu").cpu(8).memory("64Gi").pods(10).build())
     first_fit = Estimator(cache.snapshot, packing="first-fit").max_available_component_sets(train(1))
     best = Estimator(cache.snapshot, packing="best", best_budget=None).max_available_component_sets(train(1))
     assert (first_fit.sets, first_fit.bound, first_fit.proven_optimal) == (1, 2, False)

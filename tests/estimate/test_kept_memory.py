@@ -23,6 +23,7 @@ from estimator.estimate.estimate import Estimator
 from estimator.estimate import querymemo
 from estimator.estimate.querymemo import IdentityMemo
 from tests.support.builders import GPU, node
+from tests.support.cachemutators import upsert_node
 from tests.support.memory import kept_bytes
 
 NODES = 300
@@ -36,7 +37,7 @@ def member(nodes: int = NODES, extended: int = 0) -> ClusterCache:
         built = node(f"n{i:04d}").cpu(64).memory("256Gi").gpu(8).zone(f"z{i % 3}")
         for k in range(extended):
             built = built.resource(f"example.com/r{k:03d}", 100)
-        cache.upsert_node(built.build())
+        upsert_node(cache, built.build())
     return cache
 
 

@@ -21,6 +21,7 @@ from estimator.core.resources import MAX_INT32
 from estimator.estimate.framework import Code, EstimateContext
 from estimator.estimate.plugins.noderesource import NodeResourcePlugin
 from tests.support.builders import node, pod
+from tests.support.cachemutators import upsert_node, upsert_pod
 
 GI = 2**30
 
@@ -28,9 +29,9 @@ GI = 2**30
 def cluster(nodes, pods=()):
     cache = ClusterCache()
     for n in nodes:
-        cache.upsert_node(n)
+        upsert_node(cache, n)
     for p in pods:
-        cache.upsert_pod(p)
+        upsert_pod(cache, p)
     return cache.snapshot()
 
 

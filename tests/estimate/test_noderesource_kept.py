@@ -12,13 +12,14 @@ from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery,
 from estimator.estimate.framework import EstimateContext
 from estimator.estimate.plugins import noderesource as nr
 from tests.support.builders import node, pod
+from tests.support.cachemutators import upsert_node, upsert_pod
 
 
 def member() -> ClusterCache:
     cache = ClusterCache()
     for i, gpus in enumerate((8, 4, 2, 8, 1)):
-        cache.upsert_node(node(f"gpu-{i}").cpu(16).memory("64Gi").gpu(gpus).build())
-    cache.upsert_pod(pod("ml-team", "busy").on("gpu-0").requests(cpu="3", **{"nvidia.com/gpu": "3"}).build())
+        upsert_node(cache, node(f"gpu-{i}").cpu(16).memory("64Gi").gpu(gpus).build())
+    upsert_pod(cache, pod("ml-team", "busy").on("gpu-0").requests(cpu="3", **{"nvidia.com/gpu": "3"}).build())
     return cache
 
 

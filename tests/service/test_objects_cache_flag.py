@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 from estimator import __main__ as cli
-from estimator.cluster import state as state_module
-from estimator.cluster import statecache
+from estimator.cluster import filestate, objectscache
 from tests.support.servers import DEMO
 
 
@@ -21,7 +20,7 @@ def given_cache_dir(monkeypatch, argv: list[str]):
         from estimator.cluster.files import load_object_files
         return load_object_files(paths, state_cache=None)
 
-    monkeypatch.setattr(state_module, "load_object_files", load)
+    monkeypatch.setattr(filestate, "load_object_files", load)
     parser = cli.build_parser()
     args = parser.parse_args(["--cluster-name", "m", "--objects", str(DEMO / "member-a.yaml"), *argv])
     cli._state(parser, args)
@@ -30,7 +29,7 @@ def given_cache_dir(monkeypatch, argv: list[str]):
 
 
 def test_the_flag_sets_the_directory_or_turns_the_cache_off(monkeypatch, tmp_path):
-    monkeypatch.delenv(statecache.ENV, raising=False)
+    monkeypatch.delenv(objectscache.ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert given_cache_dir(monkeypatch, ["--objects-cache", str(tmp_path / "c")]) == tmp_path / "c"
     assert given_cache_dir(monkeypatch, ["--objects-cache", "off"]) is None
@@ -38,7 +37,7 @@ def test_the_flag_sets_the_directory_or_turns_the_cache_off(monkeypatch, tmp_pat
 
 
 def test_the_flag_wins_over_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(statecache.ENV, "off")
+    monkeypatch.setenv(objectscache.ENV, "off")
     assert given_cache_dir(monkeypatch, []) is None
     assert given_cache_dir(monkeypatch, ["--objects-cache", str(tmp_path)]) == Path(tmp_path)
 

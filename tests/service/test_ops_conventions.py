@@ -32,7 +32,7 @@ def test_metrics_carry_build_info_and_process_collectors():
 
 
 def test_one_address_serves_probes_and_metrics():
-    from estimator.cluster.state import FileClusterState
+    from estimator.cluster.filestate import FileClusterState
     from estimator.service.server import EstimatorServer, ServerConfig
     from scheduler_client.launch import free_port
     from tests.support.servers import DEMO

@@ -7,6 +7,8 @@ import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
+from tests.support.cachemutators import upsert
+
 if TYPE_CHECKING:
     from tests.support.fakekube import FakeKube
 
@@ -110,7 +112,7 @@ def reference_cache(fake: FakeKube, skip_malformed: bool = True):
             if kind == "Pod" and (obj.get("status") or {}).get("phase") in TERMINAL_POD_PHASES:
                 continue
             try:
-                cache.upsert(kind, obj)
+                upsert(cache, kind, obj)
             except (ValueError, TypeError, AttributeError, KeyError):
                 if not skip_malformed:
                     raise

@@ -11,6 +11,7 @@ import numpy as np
 
 from estimator.cluster.cache import ClusterCache
 from tests.support.builders import node, pod
+from tests.support.cachemutators import upsert_node, upsert_pod
 
 
 def random_member(seed: int, *, max_nodes: int, pod_slots: tuple[int, ...], gpu_share: float, max_pods: int,
@@ -22,9 +23,9 @@ def random_member(seed: int, *, max_nodes: int, pod_slots: tuple[int, ...], gpu_
             rng.choice(pod_slots))
         if rng.random() < gpu_share:
             builder = builder.gpu(rng.choice([1, 2, 4, 8]))
-        cache.upsert_node(builder.build())
+        upsert_node(cache, builder.build())
     for j in range(rng.randint(0, max_pods)):
-        cache.upsert_pod(pod("ns", f"p{j}").requests(cpu=f"{rng.randint(1, max_pod_cpu)}",
+        upsert_pod(cache, pod("ns", f"p{j}").requests(cpu=f"{rng.randint(1, max_pod_cpu)}",
                                                      memory=f"{rng.randint(1, 8)}Gi")
                          .on(f"n{rng.randint(0, max_nodes - 1)}").build())
     return cache.snapshot()

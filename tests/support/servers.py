@@ -6,7 +6,7 @@ from pathlib import Path
 
 import grpc
 
-from estimator.cluster.state import FileClusterState
+from estimator.cluster.filestate import FileClusterState
 from estimator.pb import k8s_resource_pb2, service_pb2_grpc
 from estimator.service.server import EstimatorServer, ServerConfig
 

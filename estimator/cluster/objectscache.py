@@ -1,10 +1,11 @@
-"""Loaded object files kept on disk as arrays, so the next start skips parsing them.
+"""The objects cache (`--objects-cache`): loaded object files kept on disk as arrays, so
+the next start skips parsing them.
 
 Parsing a 50k-node member file costs tens of CPU-seconds of per-object Python; the state
 it ends in is mostly flat arrays. After a full load of files of at least `MIN_BYTES`, the
-ClusterCache's state is written to one uncompressed `.npz` (numpy arrays plus one JSON
-blob; no pickle, read with allow_pickle=False) and the next load of the same files reads
-it back instead of parsing.
+ClusterCache's state (`ClusterCache.export()`) is written to one uncompressed `.npz` (numpy
+arrays plus one JSON blob; no pickle, read with allow_pickle=False) and the next load of
+the same files reads it back (`ClusterCache.restore()`) instead of parsing.
 
 An entry is found by the files' real paths and used only when everything it was built
 from is unchanged: each file's size, mtime_ns, inode and device, a hash of the loader's
@@ -52,12 +53,12 @@ import numpy as np
 import orjson
 
 from estimator.cluster import gccontrol
-from estimator.cluster.cache import ClusterCache, _NodeState
+from estimator.cluster.cache import ClusterCache, ExportedState
 from estimator.core.model import NodeClass, Taint
 from estimator.core.records import parse_object
 from estimator.core.workloads import unschedulable_pod
 
-log = logging.getLogger("estimator.statecache")
+log = logging.getLogger("estimator.objectscache")
 
 FORMAT_VERSION = 3  # 3: content digests
 ENV = "KARMADA_ESTIMATOR_STATE_CACHE"
@@ -69,7 +70,7 @@ MIN_BYTES = 4 << 20
 LOADER_MODULES = (
     "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles",
     "estimator.cluster.jsonitems", "estimator.cluster.splitload",
-    "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.statecache",
+    "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.objectscache",
     "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
     "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",
 )
@@ -230,17 +231,13 @@ def _class_json(node_class: NodeClass | None) -> Any:
             node_class.unschedulable]
 
 
-def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, dict[str, np.ndarray]]:
-    rows = cache._next_row
-    zones: dict[str, int] = {}
-    row_zone = np.full(rows, -1, dtype=np.int32)
-    for row, state in enumerate(cache._row_nodes[:rows]):
-        if state is not None:
-            row_zone[row] = zones.setdefault(state.zone, len(zones))
-    tree = [[zone, list(nodes.values())] for zone, nodes in cache._tree._zones.items()]
+def to_entry(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, dict[str, np.ndarray]]:
+    """The entry of a finished load (`keys`: its files, as `file_keys` gave them): the JSON
+    meta (before its digests) and the arrays, as `save` writes them."""
+    state = cache.export()
     # Distinct namespaces and request tuples are numbered with C-level map() calls: a
     # generator per pod costs seconds at 450k pods.
-    pods = cache._pods
+    pods = state.pods
     pod_namespaces = list(map(itemgetter(0), pods))
     names = list(map(itemgetter(1), pods))
     pod_values = pods.values()
@@ -256,20 +253,20 @@ def _state(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, d
     del pod_namespaces, pod_amount_tuples
     meta = {
         "format": FORMAT_VERSION, "loader": loader_tag(), "files": keys,
-        "version": cache._version,
-        "columns": cache._column_names,
-        "next_row": rows, "free_rows": cache._free_rows,
-        "row_names": cache._row_names[:rows].tolist(), "row_hostnames": cache._row_hostnames[:rows].tolist(),
-        "zones": list(zones), "tree": tree,
-        "classes": [_class_json(c) for c in cache._classes], "class_refs": cache._class_refs,
-        "free_class_ids": cache._free_class_ids,
-        "excess": [[row, column, str(total)] for (row, column), total in cache._excess.items()],
+        "version": state.version,
+        "columns": state.columns,
+        "next_row": state.next_row, "free_rows": state.free_rows,
+        "row_names": state.row_names, "row_hostnames": state.row_hostnames,
+        "zones": state.zones, "tree": state.tree,
+        "classes": [_class_json(c) for c in state.classes], "class_refs": state.class_refs,
+        "free_class_ids": state.free_class_ids,
+        "excess": [[row, column, str(total)] for (row, column), total in state.excess.items()],
         "namespaces": list(namespaces),
         "objects": recorder.objects, "pods": recorder.pods, "warnings": recorder.warnings,
     }
     arrays = {
-        "allocatable": cache._allocatable, "requested": cache._requested, "row_class": cache._row_class,
-        "row_zone": row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8),
+        "allocatable": state.allocatable, "requested": state.requested, "row_class": state.row_class,
+        "row_zone": state.row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8),
         "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
         # The distinct ((column, amount), ...) tuples, flat: how many pairs each, then the pairs.
         "amount_sizes": np.fromiter(map(len, amounts), dtype=np.int32, count=len(amounts)),
@@ -295,7 +292,7 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
         if any(key[2] > time.time_ns() - RECENT_NS for key in keys):
             return Unsaved(logging.INFO,
                            f"object files modified in the last {RECENT_NS // 10**9} s: state cache not saved")
-        meta, arrays = _state(cache, recorder, keys)
+        meta, arrays = to_entry(cache, recorder, keys)
         kept = [recorder.objects, recorder.pods]
         if orjson.loads(orjson.dumps(kept)) != kept:  # e.g. YAML timestamps, which JSON would turn into text
             return Unsaved(logging.INFO, "object files hold values JSON cannot keep exactly: state cache not saved")
@@ -335,46 +332,11 @@ def _node_class(value: Any) -> NodeClass:
                      bool(unschedulable))
 
 
-def _restore(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
-    cache = ClusterCache()
+def from_entry(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
+    """The cache an entry's meta and arrays describe; ValueError (or another exception) if
+    they do not fit together."""
     rows = int(meta["next_row"])
-    allocatable, requested = arrays["allocatable"], arrays["requested"]
-    capacity = len(allocatable)
     columns = [str(c) for c in meta["columns"]]
-    if (allocatable.dtype != np.int64 or requested.shape != allocatable.shape or allocatable.ndim != 2
-            or not rows <= capacity or len(columns) > allocatable.shape[1]
-            or arrays["row_class"].shape != (capacity,) or arrays["row_zone"].shape != (rows,)):
-        raise ValueError("array shapes do not fit together")
-    cache._column_names = columns
-    cache._column_index = {name: i for i, name in enumerate(columns)}
-    cache._allocatable = np.array(allocatable, dtype=np.int64)
-    cache._requested = np.array(requested, dtype=np.int64)
-    cache._row_class = np.array(arrays["row_class"], dtype=np.int32)
-    cache._next_row = rows
-    cache._free_rows = [int(r) for r in meta["free_rows"]]
-    row_names, hostnames = meta["row_names"], meta["row_hostnames"]
-    if len(row_names) != rows or len(hostnames) != rows:
-        raise ValueError("row tables do not fit the arrays")
-    cache._row_names = np.empty(capacity, dtype=object)
-    cache._row_names[:rows] = row_names
-    cache._row_hostnames = np.empty(capacity, dtype=object)
-    cache._row_hostnames[:rows] = hostnames
-    cache._rows = {name: row for row, name in enumerate(row_names) if name is not None}
-    classes = [None if c is None else _node_class(c) for c in meta["classes"]]
-    cache._classes = classes
-    cache._class_refs = [int(r) for r in meta["class_refs"]]
-    cache._free_class_ids = [int(i) for i in meta["free_class_ids"]]
-    free = set(cache._free_class_ids)
-    cache._class_ids = {c: i for i, c in enumerate(classes) if i not in free}
-    zones = meta["zones"]
-    row_class = cache._row_class.tolist()
-    cache._row_nodes = [None] * capacity
-    for row, zone in enumerate(arrays["row_zone"].tolist()):
-        if zone >= 0:
-            cache._row_nodes[row] = _NodeState(zones[zone], row_class[row], hostnames[row])
-    for zone, tree_rows in meta["tree"]:
-        cache._tree._zones[zone] = {row_names[row]: row for row in tree_rows}
-    cache._excess = {(int(row), int(column)): int(total) for row, column, total in meta["excess"]}
     namespaces = meta["namespaces"]
     pod_ns, pod_row, pod_amounts = arrays["pod_ns"], arrays["pod_row"], arrays["pod_amounts"]
     sizes, pair_table, names_blob = arrays["amount_sizes"], arrays["amount_pairs"], arrays["pod_names"]
@@ -397,19 +359,28 @@ def _restore(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
             ns_of = [namespaces[i] for i in pod_ns.tolist()]
             return dict(zip(zip(ns_of, names), zip(pod_row.tolist(), [amounts[i] for i in pod_amounts.tolist()])))
 
-    cache._pending_pods = pods if len(pod_ns) else None
+    state = ExportedState(
+        version=int(meta["version"]), columns=columns,
+        allocatable=arrays["allocatable"], requested=arrays["requested"], row_class=arrays["row_class"],
+        next_row=rows, free_rows=[int(r) for r in meta["free_rows"]],
+        row_names=meta["row_names"], row_hostnames=meta["row_hostnames"],
+        row_zone=arrays["row_zone"], zones=meta["zones"], tree=meta["tree"],
+        classes=[None if c is None else _node_class(c) for c in meta["classes"]],
+        class_refs=[int(r) for r in meta["class_refs"]], free_class_ids=[int(i) for i in meta["free_class_ids"]],
+        excess={(int(row), int(column)): int(total) for row, column, total in meta["excess"]},
+        pods=pods if len(pod_ns) else {},
+    )
     # The few-record kinds go through the parsers again, in file order, as they did first.
-    for kind, obj in meta["objects"]:
-        cache._apply(kind, parse_object(kind, obj))
-    for event in meta["pods"]:
-        if len(event) == 1:
-            record = unschedulable_pod(event[0])
-            cache._workloads.set_pod(record.namespace, record.name, record)
-        else:
-            cache._workloads.set_pod(event[0], event[1], None)
-    cache._version = int(meta["version"])
-    cache._updated_at = time.time()
-    return cache
+    records = ((kind, parse_object(kind, obj)) for kind, obj in meta["objects"])
+    return ClusterCache.restore(state, records, map(_pod_event, meta["pods"]))
+
+
+def _pod_event(event: list) -> tuple:
+    """(namespace, name, unschedulable record or None) of a Recorder.pods entry."""
+    if len(event) == 1:
+        record = unschedulable_pod(event[0])
+        return record.namespace, record.name, record
+    return event[0], event[1], None
 
 
 class _Digests(threading.Thread):
@@ -478,7 +449,7 @@ def load(paths: Sequence[Path], directory: Path) -> tuple[ClusterCache, list[str
                 raise StaleEntry("the files changed since")
             arrays = {name: entry[name] for name in entry.files if name != "meta"}
         try:
-            cache = _restore(meta, arrays)
+            cache = from_entry(meta, arrays)
         finally:
             current = digests.result()
         if meta.get("digests") != current:

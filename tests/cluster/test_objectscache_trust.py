@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 import pytest
 
-from estimator.cluster import statecache
+from estimator.cluster import objectscache
 from estimator.cluster.files import load_object_files
 from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
 from estimator.estimate.estimate import Estimator
@@ -59,12 +59,12 @@ def forge(entry_from, paths, directory, digests=None) -> None:
     with np.load(entry_from, allow_pickle=False) as entry:
         arrays = {name: entry[name] for name in entry.files}
     meta = orjson.loads(arrays.pop("meta").tobytes())
-    meta["files"] = statecache.file_keys(paths)
+    meta["files"] = objectscache.file_keys(paths)
     if digests is not None:
         meta["digests"] = digests
     buffer = io.BytesIO()
     np.savez(buffer, meta=np.frombuffer(orjson.dumps(meta), dtype=np.uint8), **arrays)
-    statecache.entry_path(directory, paths).write_bytes(buffer.getvalue())
+    objectscache.entry_path(directory, paths).write_bytes(buffer.getvalue())
 
 
 @pytest.fixture
@@ -75,13 +75,13 @@ def setup(tmp_path, caplog):
     small = member(tmp_path / "member.json", 1)
     big = member(tmp_path / "other.json", 8)
     _, used = load([big], cache_dir, caplog)
-    assert not used and statecache.entry_path(cache_dir, [big]).exists()
+    assert not used and objectscache.entry_path(cache_dir, [big]).exists()
     return small, big, cache_dir
 
 
 def test_a_forged_entry_keyed_to_the_file_is_not_served(setup, caplog):
     small, big, cache_dir = setup
-    forge(statecache.entry_path(cache_dir, [big]), [small], cache_dir)
+    forge(objectscache.entry_path(cache_dir, [big]), [small], cache_dir)
     cache, used = load([small], cache_dir, caplog)
     assert not used
     assert eight_gpu_sets(cache) == 0, "the forged entry's member was served"
@@ -104,7 +104,7 @@ def test_a_directory_others_can_write_is_not_used_even_for_a_genuine_entry(setup
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
 def test_a_directory_of_another_user_is_not_used_even_with_a_perfect_forgery(setup, caplog):
     small, big, cache_dir = setup
-    forge(statecache.entry_path(cache_dir, [big]), [small], cache_dir, digests=statecache.file_digests([small]))
+    forge(objectscache.entry_path(cache_dir, [big]), [small], cache_dir, digests=objectscache.file_digests([small]))
     os.chown(cache_dir, OTHER_UID, OTHER_UID)
     os.chmod(cache_dir, 0o777)
     cache, used = load([small], cache_dir, caplog)
@@ -115,7 +115,7 @@ def test_a_directory_of_another_user_is_not_used_even_with_a_perfect_forgery(set
 def test_an_entry_others_can_write_is_not_used(setup, caplog):
     small, _, cache_dir = setup
     load([small], cache_dir, caplog)
-    entry = statecache.entry_path(cache_dir, [small])
+    entry = objectscache.entry_path(cache_dir, [small])
     os.chmod(entry, 0o666)
     _, used = load([small], cache_dir, caplog)
     assert not used and "lets others write to it" in caplog.text
@@ -126,8 +126,8 @@ def test_a_symlinked_entry_is_not_followed(setup, caplog, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # A perfect forgery (key and digests of the file), but outside the directory: a link to it.
-    forge(statecache.entry_path(cache_dir, [big]), [small], elsewhere, digests=statecache.file_digests([small]))
-    statecache.entry_path(cache_dir, [small]).symlink_to(statecache.entry_path(elsewhere, [small]))
+    forge(objectscache.entry_path(cache_dir, [big]), [small], elsewhere, digests=objectscache.file_digests([small]))
+    objectscache.entry_path(cache_dir, [small]).symlink_to(objectscache.entry_path(elsewhere, [small]))
     cache, used = load([small], cache_dir, caplog)
     assert not used and eight_gpu_sets(cache) == 0
 
@@ -137,8 +137,8 @@ def test_a_genuine_entry_is_used_and_carries_the_files_digest(setup, caplog):
     load([small], cache_dir, caplog)
     cache, used = load([small], cache_dir, caplog)
     assert used and eight_gpu_sets(cache) == 0
-    with np.load(statecache.entry_path(cache_dir, [small])) as entry:
-        assert orjson.loads(entry["meta"].tobytes())["digests"] == statecache.file_digests([small])
+    with np.load(objectscache.entry_path(cache_dir, [small])) as entry:
+        assert orjson.loads(entry["meta"].tobytes())["digests"] == objectscache.file_digests([small])
     assert (os.stat(cache_dir).st_mode & 0o077) == 0, "a new cache directory is this user's only"
 
 

@@ -1,10 +1,9 @@
-"""Where the server's cluster state comes from, and the protocol the server reads it by.
+"""FileClusterState: the server's cluster state from kubectl-style files (--objects).
 
-Two implementations: `FileClusterState` (here) serves kubectl-style files given with
---objects, and `estimator.cluster.watch.WatchClusterState` keeps a live list/watch of the member's
-API server (--kubeconfig, --master or in-cluster). Either hands out immutable snapshots and
-says whether it is synced (has state to answer from) and healthy (its loader is alive);
-the server decides readiness from that.
+One of the two implementations of the ClusterState protocol (estimator.cluster.sources);
+the other, estimator.cluster.watch.WatchClusterState, keeps a live list/watch of the
+member's API server. The files' parsed state may come from, and go to, the objects cache
+(estimator.cluster.objectscache).
 """
 
 from __future__ import annotations
@@ -14,42 +13,15 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
-from estimator.cluster import gccontrol, statecache
+from estimator.cluster import gccontrol, objectscache
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.files import load_object_files
 from estimator.core.errors import StateLoadError
 from estimator.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger("estimator.state")
-
-
-class ClusterState(Protocol):
-    def start(self) -> None:
-        """Begin serving (a watch starts its threads; files are already loaded)."""
-
-    def stop(self) -> None:
-        """Stop background work; snapshots already handed out stay valid."""
-
-    def snapshot(self) -> ClusterSnapshot | None:
-        """The current immutable state; None while nothing has been listed yet."""
-
-    def synced(self) -> bool:
-        """There is state to answer from (stays true through later relists and reloads)."""
-
-    def health(self) -> tuple[bool, str]:
-        """(alive, why): false once the loader cannot recover (e.g. a dead watch thread)."""
-
-    def staleness_seconds(self) -> float:
-        """How old the served picture is (files: since loaded; watch: since last contact)."""
-
-    def reload(self) -> bool:
-        """SIGHUP: files are read again (False, keeping the previous state, if that fails);
-        a watch relists every kind (True: requested)."""
-
-    def describe(self) -> str:
-        """One line for logs: the source and its state."""
 
 
 # A file modified this recently may still be being written (each write moves its time).
@@ -64,7 +36,7 @@ def _file_stamps(paths: Sequence[Path]) -> list | None:
     """(real path, size, mtime_ns, inode, device) per file; None if one cannot be stat'ed
     (the load then says what is wrong with it)."""
     try:
-        return statecache.file_keys(paths)
+        return objectscache.file_keys(paths)
     except OSError:
         return None
 
@@ -94,11 +66,11 @@ class FileClusterState:
 
     def __init__(self, paths: Sequence[str | Path], state_cache: str | None = None,
                  meanwhile: Callable[[], None] | None = None):
-        """`state_cache`: the parsed-state cache directory (estimator.cluster.statecache);
+        """`state_cache`: the parsed-state cache directory (estimator.cluster.objectscache);
         None: its default, "off": no cache. `meanwhile`: the caller's work, run while a
         forked worker reads part of a big file (files.load_object_files), if one does."""
         self.paths = [Path(p) for p in paths]
-        self._cache_dir = statecache.default_dir({statecache.ENV: state_cache} if state_cache else os.environ)
+        self._cache_dir = objectscache.default_dir({objectscache.ENV: state_cache} if state_cache else os.environ)
         self._lock = threading.Lock()
         self._reloading = threading.Lock()
         self._stopped = threading.Event()

@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from estimator.cluster import statecache
+from estimator.cluster import objectscache
+from estimator.cluster.cache import ClusterCache
 from estimator.cluster.files import load_object_files
 from estimator.core.errors import StateLoadError
+from estimator.core.records import parse_object
 from estimator.core.model import Component, ComponentSetsQuery, ReplicaShape
 from estimator.estimate.estimate import Estimator
 from tests.support.builders import GPU, deployment, node, pod, quota, replicaset
+from tests.support.cachemutators import delete_node, delete_pod, upsert_node, upsert_pod
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "demo"
 FROM_ENTRY = "from the state cache"
@@ -163,16 +166,29 @@ def test_a_load_from_the_entry_is_the_fresh_parse_and_later_changes_apply_alike(
     # The per-pod and per-row tables an entry restores are the ones later deltas need.
     rng = random.Random(seed)
     for cache in (fresh, cached):
-        cache.delete_node("n0")
-        cache.delete_pod("big", "huge0")
-        cache.delete_pod("ns", "stuck")
-        cache.upsert_node(node("brand-new").cpu(4).memory("4Gi").zone("z1", region="r1").build())
-        cache.upsert_pod(pod("ns", "later").on("brand-new").requests(cpu="1").build())
+        delete_node(cache, "n0")
+        delete_pod(cache, "big", "huge0")
+        delete_pod(cache, "ns", "stuck")
+        upsert_node(cache, node("brand-new").cpu(4).memory("4Gi").zone("z1", region="r1").build())
+        upsert_pod(cache, pod("ns", "later").on("brand-new").requests(cpu="1").build())
     for name in rng.sample([f"p{j}" for j in range(150)], k=40):
         for cache in (fresh, cached):
-            cache.delete_pod("ns", name)
-            cache.delete_pod("other", name)
+            delete_pod(cache, "ns", name)
+            delete_pod(cache, "other", name)
     assert_same(fresh, cached)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_export_then_restore_gives_the_same_cache_without_the_disk(tmp_path, seed):
+    """ClusterCache.export() and restore() alone: nodes and counted pods come back table for
+    table, the few-record kinds and unschedulable pods as the saver hands them in again."""
+    objects = random_objects(seed)
+    cache = load_object_files([write_member(tmp_path, objects)], state_cache=None)
+    few = [(obj["kind"], parse_object(obj["kind"], obj)) for obj in objects
+           if obj["kind"] in ("ResourceQuota", "ReplicaSet", "Deployment")]
+    unschedulable = [(namespace, name, record) for namespace, records in cache._workloads.live_unschedulable().items()
+                     for name, record in records.items()]
+    assert_same(cache, ClusterCache.restore(cache.export(), few, unschedulable))
 
 
 @pytest.mark.parametrize("member", ["member-a", "member-b", "member-c"])
@@ -222,7 +238,7 @@ def test_a_changed_file_or_loader_is_parsed_again(tmp_path, caplog, monkeypatch,
         os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
         os.replace(other, path)
     else:
-        monkeypatch.setattr(statecache, "loader_tag", lambda: "another loader")
+        monkeypatch.setattr(objectscache, "loader_tag", lambda: "another loader")
     cache, used = load([path], tmp_path / "c", caplog)
     assert not used
     assert "not used" in caplog.text
@@ -269,7 +285,7 @@ def test_bad_files_still_fail_and_leave_no_entry(tmp_path):
 
 def test_files_changed_while_parsed_are_not_saved(tmp_path, caplog, monkeypatch):
     path = write_member(tmp_path, random_objects(2))
-    real = statecache.file_keys
+    real = objectscache.file_keys
     calls = []
 
     def moving(paths):
@@ -277,7 +293,7 @@ def test_files_changed_while_parsed_are_not_saved(tmp_path, caplog, monkeypatch)
         keys = real(paths)
         return keys if len(calls) == 1 else [[*k[:2], k[2] + 1, *k[3:]] for k in keys]
 
-    monkeypatch.setattr(statecache, "file_keys", moving)
+    monkeypatch.setattr(objectscache, "file_keys", moving)
     load([path], tmp_path / "c", caplog)
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
     assert "changed while they were loaded" in caplog.text
@@ -326,10 +342,10 @@ def test_an_unwritable_directory_only_warns(tmp_path, caplog):
 
 
 def test_the_default_directory(tmp_path):
-    assert statecache.default_dir({statecache.ENV: "off"}) is None
-    assert statecache.default_dir({statecache.ENV: str(tmp_path)}) == tmp_path
-    assert statecache.default_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/karmada-estimator/objects")
-    assert statecache.default_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path(
+    assert objectscache.default_dir({objectscache.ENV: "off"}) is None
+    assert objectscache.default_dir({objectscache.ENV: str(tmp_path)}) == tmp_path
+    assert objectscache.default_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/karmada-estimator/objects")
+    assert objectscache.default_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path(
         "/h/.cache/karmada-estimator/objects")
 
 
