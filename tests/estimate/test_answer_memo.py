@@ -124,6 +124,9 @@ class _Context:
     def abort(self, code, message):
         raise AssertionError(f"{code}: {message}")
 
+    def set_trailing_metadata(self, metadata):
+        self.trailers = metadata
+
 
 def _samples(metrics: m.EstimatorMetrics, name: str) -> float:
     return sum(s.value for family in metrics.registry.collect() for s in family.samples if s.name == name)
