@@ -52,15 +52,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from estimator.cluster.kubefiles import ObjectFileError, read_objects
 from estimator.core.errors import StateLoadError
 from estimator.core.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
-from estimator.core.flags import (
-    ALL_GATES,
-    FEATURE_GATES,
-    FeatureGates,
-    FlagValueError,
-    UnknownFeatureGate,
-    parse_feature_gates,
-)
-from estimator.core.flags import parse_duration as parse_go_duration
+from estimator.core.featuregates import ALL_GATES, FEATURE_GATES, FeatureGates
 from estimator.core.model import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -101,6 +93,8 @@ from estimator.core.resources import (
 )
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.core.workloads import LabelSelector, label_selector
+from estimator.goflags import FlagValueError, UnknownFeatureGate, parse_feature_gates
+from estimator.goflags import parse_duration as parse_go_duration
 
 if TYPE_CHECKING:
     from estimator.cluster.cache import ClusterCache
@@ -134,8 +128,8 @@ def warmup_kernels() -> None:
 
 def preload_estimator() -> None:
     """Import what `karmada-estimator --objects` serves with and load every kernel, here,
-    so estimators started with `fork_estimator` share them (estimator.__main__.preload)."""
-    from estimator.__main__ import preload
+    so estimators started with `fork_estimator` share them (estimator.service.launch.preload)."""
+    from estimator.service.launch import preload
 
     preload()
 
@@ -178,10 +172,12 @@ def count_dra_devices(objects: Iterable[Any]) -> DraCounts:
 
 def fork_estimator(argv, output_fd: int | None = None) -> int:
     """Run `karmada-estimator argv` in a child forked from this process; its pid
-    (estimator.__main__.fork_serve: Linux, single-threaded, no gRPC object created yet)."""
-    from estimator.__main__ import fork_serve
+    (estimator.service.launch.fork_serve of the command line's main, estimator.cli.main:
+    Linux, single-threaded, no gRPC object created yet)."""
+    from estimator.cli.main import main
+    from estimator.service.launch import fork_serve
 
-    return fork_serve(argv, output_fd)
+    return fork_serve(main, argv, output_fd)
 
 
 __all__ = [

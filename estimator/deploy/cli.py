@@ -23,7 +23,7 @@ EPILOG = ("Host objects go to the cluster running Karmada (namespace --namespace
 
 def build_parser() -> argparse.ArgumentParser:
     """The subcommand's parser on its own; `karmada-estimator manifests` is the same one,
-    added as a subparser of the estimator's command line (estimator/__main__.py)."""
+    added as a subparser of the estimator's command line (estimator/cli/options.py)."""
     p = argparse.ArgumentParser(prog="karmada-estimator manifests", description=SUMMARY, epilog=EPILOG)
     add_arguments(p)
     return p

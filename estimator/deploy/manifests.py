@@ -44,7 +44,7 @@ from typing import Sequence
 
 import yaml
 
-from estimator.core import flags
+from estimator import goflags
 
 # --- Names Karmada's scheduler and tooling rely on ------------------------------------
 COMPONENT = "karmada-scheduler-estimator"
@@ -225,9 +225,9 @@ def _check_memory_budget(options: Options) -> None:
     """The request budget must be a byte quantity and leave room under the memory limit
     (Kubernetes kills the container at the limit; the budget exists to stay under it)."""
     try:
-        budget = flags.parse_byte_quantity(options.request_memory_budget)
-        limit = flags.parse_byte_quantity(options.memory_limit)
-    except flags.FlagValueError as error:
+        budget = goflags.parse_byte_quantity(options.request_memory_budget)
+        limit = goflags.parse_byte_quantity(options.memory_limit)
+    except goflags.FlagValueError as error:
         raise OptionsError(f"--request-memory-budget / --memory-limit: {error}") from None
     if limit and (budget == 0 or budget * 9 // 8 >= limit):
         raise OptionsError(f"--request-memory-budget {options.request_memory_budget!r} (with 1/8 more for remembered "

@@ -13,6 +13,7 @@ that native libraries write straight to file descriptor 2 are wrapped line by li
 from __future__ import annotations
 
 import atexit
+import fnmatch
 import io
 import json
 import logging
@@ -25,7 +26,7 @@ import threading
 import time
 import traceback
 
-from estimator.core.flags import LogOptions, vmodule_level
+from estimator.service.logoptions import LogOptions
 
 REQUEST_LOGGER = "estimator.requests"
 PROGRAM = "karmada-scheduler-estimator"
@@ -44,6 +45,18 @@ def _caller(record: logging.LogRecord, with_dir: bool = True) -> str:
     parts = record.pathname.replace(os.sep, "/").rsplit("/", 2)
     name = "/".join(parts[-2:]) if with_dir else parts[-1]
     return f"{name}:{record.lineno}"
+
+
+def vmodule_level(patterns: list[tuple[str, int]], path: str) -> int | None:
+    """klog's matching: a pattern without '/' matches the file's base name without extension;
+    one with '/' matches the path without extension. First match wins."""
+    stem = path.rsplit(".", 1)[0] if path.endswith(".py") else path
+    base = stem.rsplit("/", 1)[-1]
+    for pattern, level in patterns:
+        subject = stem if "/" in pattern else base
+        if fnmatch.fnmatchcase(subject, pattern) or ("/" in pattern and fnmatch.fnmatchcase(stem, "*/" + pattern)):
+            return level
+    return None
 
 
 class VerbosityFilter(logging.Filter):

@@ -25,8 +25,6 @@ TYPE_MAX_AVAILABLE_COMPONENT_SETS = "MaxAvailableComponentSets"
 TYPE_GET_UNSCHEDULABLE_REPLICAS = "GetUnschedulableReplicas"
 
 STEP_TOTAL = "Total"
-STEP_SNAPSHOT = "Snapshot"
-STEP_ESTIMATE = "Estimate"
 
 EXTENSION_REPLICAS = "estimate_replicas"
 EXTENSION_COMPONENTS = "estimate_components"

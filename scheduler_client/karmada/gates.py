@@ -1,9 +1,9 @@
 """Karmada feature gates the placement depends on, parsed like --feature-gates. Pure.
 
-The parsing and the table of Karmada's gates are the estimator's (estimator/core/flags.py), so
-both programs accept the same gates with the same syntax: `AllAlpha=true|false` and
-`AllBeta=true|false` set every alpha (beta) gate that the flag does not name explicitly,
-whatever the order; values are Go booleans (true, false, 1, 0, t, F, TRUE...).
+The table of Karmada's gates and its parser are the estimator's (estimator/core/featuregates.py,
+estimator/goflags.py), so both programs accept the same gates with the same syntax:
+`AllAlpha=true|false` and `AllBeta=true|false` set every alpha (beta) gate that the flag does
+not name explicitly, whatever the order; values are Go booleans (true, false, 1, 0, t, F, TRUE...).
 """
 
 from __future__ import annotations

@@ -48,7 +48,9 @@ def test_values_are_go_booleans_as_in_the_estimator():
 
 @pytest.mark.parametrize("text", ["AllAlpha=true,Failover=false", "AllBeta=false", "", "LoggingBetaOptions=false"])
 def test_the_client_resolves_gates_as_the_estimator_does(text):
-    from estimator.core.flags import FeatureGates, parse_feature_gates
+    from estimator.core.featuregates import FeatureGates
+    from estimator.goflags import parse_feature_gates
+
     estimator_gates = FeatureGates()
     estimator_gates.merge(parse_feature_gates(text))
     gates, _ = parse_gates(text)

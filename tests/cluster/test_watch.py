@@ -14,7 +14,8 @@ import urllib.request
 
 import pytest
 
-from estimator.__main__ import _state, build_parser
+from estimator.cli.main import cluster_state
+from estimator.cli.options import build_parser
 from estimator.cluster.cache import ClusterCache
 from estimator.cluster.watch import KubeConfigError, ReflectorOptions, WatchClusterState
 from estimator.core.errors import StateLoadError
@@ -258,13 +259,13 @@ def test_the_cli_builds_a_watch_state_from_its_flags(fake, tmp_path):
     path = str(fake.kubeconfig(tmp_path))
     args = parser.parse_args(["--cluster-name", "m", "--kubeconfig", path, "--kube-api-qps", "7",
                               "--kube-api-burst", "9"])
-    state = _state(parser, args)
+    state = cluster_state(parser, args)
     assert isinstance(state, WatchClusterState)
     assert (state.limiter.qps, state.limiter.burst) == (7.0, 9)
     assert state.client.host == fake.url
     bad = parser.parse_args(["--cluster-name", "m", "--kubeconfig", str(tmp_path / "nope")])
     with pytest.raises(StateLoadError, match="nope"):
-        _state(parser, bad)
+        cluster_state(parser, bad)
 
 
 def test_stop_aborts_open_watches_and_ends_every_thread(fake, watch):

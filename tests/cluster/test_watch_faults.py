@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from estimator.__main__ import build_parser
+from estimator.cli.options import build_parser
 from tests.support.kubeobjects import node_object, pod_object, reference_cache, state_view
 from tests.cluster.test_watch import assert_converges, available, fake, small_cluster, wait_until, watch  # noqa: F401 - fixtures
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from estimator import __main__ as cli
+from estimator.cli import options as estimator_flags
 from estimator.deploy import manifests as m
 from scheduler_client.launch import free_port
 
@@ -225,9 +225,9 @@ def test_the_pod_gets_longer_than_the_drain_before_it_is_killed():
 @pytest.mark.parametrize("name", VARIANTS)
 def test_the_container_flags_parse_as_the_estimator_parses_them(name):
     args = container(VARIANTS[name])["args"]
-    parser = cli.build_parser()
+    parser = estimator_flags.build_parser()
     parsed = parser.parse_args(args)
-    cli._validate(parser, parsed)
+    estimator_flags.validate(parser, parsed)
     assert parsed.cluster_name == VARIANTS[name].cluster_name and not parsed.objects
     assert parsed.kubeconfig and parsed.grpc_client_ca_file and not parsed.insecure_skip_grpc_client_verify
     assert parsed.max_concurrent_requests == VARIANTS[name].max_concurrent_requests
@@ -492,7 +492,7 @@ def test_the_image_runs_the_entrypoint_as_the_manifests_expect():
     exposed = {int(p) for keyword, rest in rows if keyword == "EXPOSE" for p in rest.split()}
     assert exposed == {m.GRPC_PORT, m.HEALTH_PORT, m.METRICS_PORT}
     with pytest.raises(SystemExit) as shown:  # the default CMD is --help
-        cli.build_parser().parse_args(cmd)
+        estimator_flags.build_parser().parse_args(cmd)
     assert shown.value.code == 0
     warm = next(rest for keyword, rest in rows if keyword == "RUN" and "warmup" in rest)
     assert "from estimator import kernels; kernels.warmup()" in warm

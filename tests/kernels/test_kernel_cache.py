@@ -86,7 +86,7 @@ def test_without_numba_cache_dir_kernels_compile_into_xdg_cache_home_and_help_sa
     script = textwrap.dedent(f"""\
         import sys
         sys.path.insert(0, {str(mod)!r})
-        from estimator.__main__ import build_parser
+        from estimator.cli.options import build_parser
         import tiny_kernel
         assert tiny_kernel.add_one(41) == 42
         print(build_parser().format_help())

@@ -37,9 +37,9 @@ def test_the_deprecated_snapshot_flag_still_loads_object_files_and_says_so(tmp_p
 
 
 def test_snapshot_and_objects_files_are_one_list():
-    from estimator import __main__ as cli
+    from estimator.cli.options import build_parser
 
-    args = cli.build_parser().parse_args(["--cluster-name", "m", "--snapshot", "a.yaml", "--objects", "b.yaml"])
+    args = build_parser().parse_args(["--cluster-name", "m", "--snapshot", "a.yaml", "--objects", "b.yaml"])
     assert args.objects == ["a.yaml", "b.yaml"]
 
 
@@ -82,11 +82,11 @@ def test_help_lists_the_manifests_subcommand():
 
 
 def test_the_subcommand_parses_as_the_manifests_tool_does():
-    from estimator import __main__ as cli
+    from estimator.cli.options import build_parser
     from estimator.deploy import cli as manifests_cli
 
     argv = ["--cluster-name", "member-b", "--packing", "first-fit", "--parallelism", "4", "--v", "3", "--part", "host"]
-    args = cli.build_parser().parse_args(["manifests", *argv])
+    args = build_parser().parse_args(["manifests", *argv])
     assert args.command == "manifests"
     assert manifests_cli.options_from(args) == manifests_cli.options_from(manifests_cli.build_parser().parse_args(argv))
 
@@ -150,19 +150,19 @@ def test_verbose_logs_show_each_estimate_and_its_placement(tmp_path):
 
 def test_the_command_line_imports_neither_numba_nor_grpc_before_the_state_loads():
     # The loader's worker reads a big member file while the service's modules are imported
-    # (estimator.__main__._prepare_service): importing the entry point must stay light.
+    # (estimator.service.launch.prepare_service): importing the entry point must stay light.
     code = "import sys, estimator.__main__; print(sorted(m for m in ('numba', 'grpc') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_the_work_done_while_a_member_file_loads_leaves_the_kernels_loaded_and_no_garbage_cycles():
-    # What the server runs while the loader's worker reads (estimator.__main__._prepare_service):
+    # What the server runs while the loader's worker reads (estimator.service.launch.prepare_service):
     # inside the load's paused collector, whose survivors are frozen for good afterwards.
     code = """
 import importlib, pkgutil, weakref
 from numba.core.dispatcher import Dispatcher
-import estimator.__main__ as entry
+from estimator.service import launch
 import estimator.kernels as kernels
 from estimator.cluster import gccontrol
 
@@ -184,7 +184,7 @@ with gccontrol.paused():
     cycle.me = cycle
     ref = weakref.ref(cycle)
     del cycle
-    entry._prepare_service()
+    launch.prepare_service()
     print(ref() is None)
 after = compiled()
 kernels.warmup()
@@ -196,7 +196,7 @@ print(sum(before.values()), sum(after.values()) > 0, compiled() == after)
 
 
 def test_the_help_states_the_search_floor_best_mode_uses():
-    # estimator.__main__ may not import the kernels (numba) to read it, so the help repeats it.
+    # The command line may not import the kernels (numba) to read it, so the help repeats it.
     from estimator.kernels import best
 
     out = subprocess.run([sys.executable, "-m", "estimator", "--help"], capture_output=True, text=True, check=True)

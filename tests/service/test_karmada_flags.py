@@ -25,8 +25,9 @@ import grpc
 import pytest
 import yaml
 
-from estimator import __main__ as cli
-from estimator.core import flags
+from estimator import goflags
+from estimator.cli import options
+from estimator.cli.main import main
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2_grpc
 from tests.support.fakekube import FakeKube
@@ -91,8 +92,8 @@ def go_flags() -> list[dict]:
 
 
 def parse(argv: list[str]):
-    parser = cli.build_parser()
-    args, extra = parser.parse_known_args(flags.normalize_argv(["--cluster-name=m", *argv], cli.BOOL_FLAGS))
+    parser = options.build_parser()
+    args, extra = parser.parse_known_args(goflags.normalize_argv(["--cluster-name=m", *argv], options.BOOL_FLAGS))
     assert not extra, extra
     return args
 
@@ -135,7 +136,7 @@ def test_go_value_syntax_is_read_as_go_reads_it():
     (".5s", 0.5), ("250us", 0.00025), ("250µs", 0.00025), ("0", 0.0), ("-0", 0.0), ("2562047h", 2562047 * 3600.0),
 ])
 def test_durations_read_as_go_reads_them(text, seconds):
-    assert flags.parse_duration(text) == pytest.approx(seconds, abs=1e-9)
+    assert goflags.parse_duration(text) == pytest.approx(seconds, abs=1e-9)
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -145,14 +146,14 @@ def test_durations_read_as_go_reads_them(text, seconds):
     ("2562048h", "invalid duration"),  # over int64 nanoseconds
 ])
 def test_durations_go_refuses_are_refused_with_its_reason(text, reason):
-    with pytest.raises(flags.FlagValueError, match=re.escape(reason)):
-        flags.parse_duration(text)
+    with pytest.raises(goflags.FlagValueError, match=re.escape(reason)):
+        goflags.parse_duration(text)
 
 
 def test_a_bare_boolean_does_not_swallow_the_next_word():
     # pflag: `--enable-pprof false` is the flag (true) and a stray argument, never a value.
     with pytest.raises(SystemExit) as exited:
-        cli.main(["--cluster-name=m", "--objects=x", "--enable-pprof", "false"])
+        main(["--cluster-name=m", "--objects=x", "--enable-pprof", "false"])
     assert exited.value.code == 2
 
 
@@ -162,14 +163,15 @@ def test_every_karmada_feature_gate_of_each_release_is_accepted(tag):
         names = [row["gate"] for row in csv.DictReader(table, delimiter="\t") if row[tag] != "-"]
     for value in ("true", "false", "1", "F", "TRUE", "False"):
         gates = parse([f"--feature-gates={','.join(f'{n}={value}' for n in names)}"]).feature_gates
-        assert list(gates[0]) == names and set(gates[0].values()) == {flags.parse_bool(value)}
+        assert list(gates[0]) == names and set(gates[0].values()) == {goflags.parse_bool(value)}
 
 
 def test_feature_gates_resolve_as_karmadas_do():
-    gates = cli.feature_gates(parse(["--feature-gates=AllAlpha=true", "--feature-gates=ResourceQuotaEstimate=false"]))
+    gates = options.feature_gates(parse(["--feature-gates=AllAlpha=true",
+                                         "--feature-gates=ResourceQuotaEstimate=false"]))
     assert gates.enabled("SchedulingOvercommitProtection") and not gates.enabled("ResourceQuotaEstimate")
     assert gates.enabled("LoggingAlphaOptions") and gates.enabled("GracefulEviction")  # alpha by AllAlpha, beta default
-    gates = cli.feature_gates(parse(["--feature-gates=AllBeta=false"]))
+    gates = options.feature_gates(parse(["--feature-gates=AllBeta=false"]))
     assert not gates.enabled("LoggingBetaOptions") and not gates.enabled("SchedulingOvercommitProtection")
 
 
@@ -215,7 +217,7 @@ def test_bad_flags_exit_2_naming_the_flag(argv, named, capsys):
     # In-process through the real entry point (every case fails before anything starts);
     # the process-level exit status is checked below.
     with pytest.raises(SystemExit) as exited:
-        cli.main(["--cluster-name=m", f"--objects={DEMO / 'member-b.yaml'}", "--server-port=0", *argv])
+        main(["--cluster-name=m", f"--objects={DEMO / 'member-b.yaml'}", "--server-port=0", *argv])
     stderr = capsys.readouterr().err
     assert exited.value.code == 2, stderr
     for text in named:
@@ -356,7 +358,7 @@ def test_karmadas_command_line_starts_and_serves(key, apiserver, pki, expected_r
     assert any("received SIGTERM" in m for m in messages)
     # A behaviour gate turned off is said to be ignored, once.
     gates = flag_value(karmada_args, "feature-gates") or ""
-    for gate in cli.BEHAVIOUR_GATES:
+    for gate in options.BEHAVIOUR_GATES:
         said = [m for m in messages if f"{gate} is off, not honoured" in m]
         assert len(said) == (1 if f"{gate}=false" in gates else 0), messages
 
@@ -369,7 +371,7 @@ def test_json_logging_wraps_every_stderr_line_including_warnings_and_native_writ
     program = (
         "import logging, os, sys, warnings\n"
         "from estimator.service import logsetup\n"
-        "from estimator.core.flags import LogOptions\n"
+        "from estimator.service.logoptions import LogOptions\n"
         "logsetup.configure(options=LogOptions(format='json', verbosity=4))\n"
         "logging.getLogger('estimator.requests').info('an estimate')\n"
         "logging.getLogger('estimator.x').debug('a detail')\n"
@@ -397,7 +399,8 @@ def test_vmodule_raises_the_verbosity_of_one_file_only(tmp_path):
     program = (
         "import logging\n"
         "from estimator.service import logsetup\n"
-        "from estimator.core.flags import LogOptions, parse_vmodule\n"
+        "from estimator.goflags import parse_vmodule\n"
+        "from estimator.service.logoptions import LogOptions\n"
         "logsetup.configure(options=LogOptions(verbosity=0, vmodule=parse_vmodule('chatty=4')))\n"
         "import chatty, quiet\n"
     )
@@ -414,7 +417,7 @@ def test_split_stream_and_klog_file_output(tmp_path):
     program = (
         "import logging\n"
         "from estimator.service import logsetup\n"
-        "from estimator.core.flags import LogOptions\n"
+        "from estimator.service.logoptions import LogOptions\n"
         "import sys\n"
         "opts = LogOptions(**eval(sys.argv[1]))\n"
         "logsetup.configure(options=opts)\n"

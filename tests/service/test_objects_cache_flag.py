@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from estimator import __main__ as cli
+from estimator.cli.main import cluster_state
+from estimator.cli.options import build_parser
 from estimator.cluster import filestate, objectscache
 from tests.support.servers import DEMO
 
@@ -21,9 +22,9 @@ def given_cache_dir(monkeypatch, argv: list[str]):
         return load_object_files(paths, state_cache=None)
 
     monkeypatch.setattr(filestate, "load_object_files", load)
-    parser = cli.build_parser()
+    parser = build_parser()
     args = parser.parse_args(["--cluster-name", "m", "--objects", str(DEMO / "member-a.yaml"), *argv])
-    cli._state(parser, args)
+    cluster_state(parser, args)
     assert len(seen) == 1
     return seen[0]
 

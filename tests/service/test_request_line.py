@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
 import logging, sys, threading
-from estimator.core.flags import LogOptions
+from estimator.service.logoptions import LogOptions
 from estimator.service import logsetup
 logsetup.configure(options=LogOptions(format=sys.argv[1], verbosity=int(sys.argv[2]),
                                       vmodule=[(p, int(v)) for p, v in (a.split("=") for a in sys.argv[3:])]))

@@ -12,7 +12,7 @@ KLOG_TEXT_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ \S+:\d+\] 
 
 PROGRAM = """
 import logging, threading
-from estimator.core.flags import LogOptions
+from estimator.service.logoptions import LogOptions
 from estimator.service import logsetup
 logsetup.configure(options=LogOptions(verbosity={v}))
 log = logging.getLogger(logsetup.REQUEST_LOGGER)

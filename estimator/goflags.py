@@ -1,21 +1,25 @@
-"""Karmada's scheduler-estimator command line, read the way its Go binary reads it. Pure.
+"""The value syntax of Karmada's Go flags, read the way its binary reads them. Pure.
 
 The Go binary parses flags with pflag (plus klog's and component-base's logging flags), so a
 manifest written for it may use Go's value syntax: `--enable-pprof` bare or `=true|1|t|T|...`,
 `-v 4`, `-v=4`, `-v4`, `--log_dir` or `--log-dir`, durations such as `5s`, and
 `--feature-gates=A=true,B=false` repeated. The value parsers below accept exactly what Go's
 accept and fail with Go's wording, so an error reads the same as from Karmada's binary.
+
+Command-line syntax, not the model (that is estimator/core/): the estimator's command line
+(estimator/cli/options.py) hands these parsers to argparse, the manifests renderer checks the
+flag values it writes with them, and the placement client reads Go durations and feature
+gates with them, through estimator.api.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal
 
 import durationpy
 
+from estimator.core.featuregates import FEATURE_GATES
 from estimator.core.resources import QuantityError, parse_quantity
 
 
@@ -135,18 +139,6 @@ def parse_vmodule(text: str) -> list[tuple[str, int]]:
     return items
 
 
-def vmodule_level(patterns: list[tuple[str, int]], path: str) -> int | None:
-    """klog's matching: a pattern without '/' matches the file's base name without extension;
-    one with '/' matches the path without extension. First match wins."""
-    stem = path.rsplit(".", 1)[0] if path.endswith(".py") else path
-    base = stem.rsplit("/", 1)[-1]
-    for pattern, level in patterns:
-        subject = stem if "/" in pattern else base
-        if fnmatch.fnmatchcase(subject, pattern) or ("/" in pattern and fnmatch.fnmatchcase(stem, "*/" + pattern)):
-            return level
-    return None
-
-
 _SEVERITIES = ("INFO", "WARNING", "ERROR", "FATAL")
 
 
@@ -187,43 +179,19 @@ def parse_byte_quantity(text: str) -> int:
 
 
 def parse_logging_format(text: str) -> str:
-    """--logging-format: checked later (see LogOptions.validate), as component-base does."""
+    """--logging-format: checked later (estimator.service.logoptions.LogOptions.validate), as
+    component-base does."""
     return text
 
 
 # --- Feature gates -------------------------------------------------------------------------
 
-# Every gate Karmada's binaries accept in v1.16.0 .. v1.19.0-rc.0 and its newest stage and
-# default (pkg/features). AllAlpha/AllBeta set every alpha/beta gate not named explicitly.
-# The one parser of --feature-gates: the placement client (scheduler_client/karmada/gates.py) uses it too.
-ALPHA, BETA = "ALPHA", "BETA"
-ALL_GATES = ("AllAlpha", "AllBeta")
-FEATURE_GATES: dict[str, tuple[str, bool]] = {
-    "AllAlpha": (ALPHA, False),
-    "AllBeta": (BETA, False),
-    "ContextualLogging": (BETA, True),
-    "ControllerPriorityQueue": (BETA, True),
-    "CustomizedClusterResourceModeling": (BETA, True),
-    "Failover": (BETA, False),
-    "FederatedQuotaEnforcement": (ALPHA, False),
-    "GracefulEviction": (BETA, True),
-    "LoggingAlphaOptions": (ALPHA, False),
-    "LoggingBetaOptions": (BETA, True),
-    "MultiClusterService": (ALPHA, False),
-    "MultiplePodTemplatesScheduling": (ALPHA, False),
-    "PriorityBasedScheduling": (ALPHA, False),
-    "PropagateDeps": (BETA, True),
-    "PropagationPolicyPreemption": (ALPHA, False),
-    "ResourceQuotaEstimate": (ALPHA, False),
-    "SchedulingOvercommitProtection": (ALPHA, False),
-    "StatefulFailoverInjection": (ALPHA, False),
-    "WorkloadAffinity": (ALPHA, False),
-}
-
 
 def parse_feature_gates(text: str, known: dict[str, tuple[str, bool]] | None = None) -> dict[str, bool]:
     """One --feature-gates value, as component-base's featuregate.Set reads it; an unknown
-    gate is refused with its wording."""
+    gate (not in `known`, by default Karmada's table estimator.core.featuregates.FEATURE_GATES)
+    is refused with its wording. The one parser of --feature-gates: the placement client
+    (scheduler_client/karmada/gates.py) uses it too."""
     known = FEATURE_GATES if known is None else known
     gates: dict[str, bool] = {}
     for item in text.split(","):
@@ -252,27 +220,6 @@ class UnknownFeatureGate(FlagValueError):
         self.name = name
 
 
-@dataclass
-class FeatureGates:
-    explicit: dict[str, bool] = field(default_factory=dict)
-
-    def merge(self, gates: dict[str, bool]) -> None:
-        self.explicit.update(gates)  # a later --feature-gates overrides an earlier one per gate
-
-    def resolved(self) -> dict[str, bool]:
-        """Every gate's value (AllAlpha/AllBeta themselves left out)."""
-        return {name: self.enabled(name) for name in FEATURE_GATES if name not in ALL_GATES}
-
-    def enabled(self, name: str) -> bool:
-        if name in self.explicit:
-            return self.explicit[name]
-        stage, default = FEATURE_GATES[name]
-        all_flag = "AllAlpha" if stage == ALPHA else "AllBeta"
-        if name not in ("AllAlpha", "AllBeta") and all_flag in self.explicit:
-            return self.explicit[all_flag]
-        return default
-
-
 # --- argv normalisation --------------------------------------------------------------------
 
 
@@ -294,55 +241,3 @@ def normalize_argv(argv: list[str], bool_flags: set[str]) -> list[str]:
                 arg = f"--{name}{sep}{value}"
         out.append(arg)
     return out
-
-
-# --- logging options -------------------------------------------------------------------------
-
-
-@dataclass
-class LogOptions:
-    """component-base's logging configuration plus klog's own flags, as parsed."""
-
-    format: str = "text"
-    verbosity: int = 0
-    vmodule: list[tuple[str, int]] = field(default_factory=list)
-    flush_frequency: float = 5.0
-    split_stream: bool = False
-    info_buffer_size: int = 0
-    # klog
-    logtostderr: bool = True
-    alsologtostderr: bool = False
-    log_dir: str = ""
-    log_file: str = ""
-    log_file_max_size_mb: int = 1800
-    stderrthreshold: int = 2  # ERROR
-    alsologtostderrthreshold: int = 0  # INFO (klog v2.140, Karmada v1.19)
-    legacy_stderr_threshold: bool = True  # --legacy_stderr_threshold_behavior (klog v2.140, Karmada v1.19)
-    skip_headers: bool = False
-    add_dir_header: bool = False
-    backtrace_at: tuple[str, int] | None = None
-
-    def validate(self, gates: FeatureGates, *, text_split: bool, text_buffer: int, json_split: bool,
-                 json_buffer: int) -> list[str]:
-        """component-base's ValidateAndApply: the format must exist and be allowed by its gate,
-        split streams and buffers need LoggingAlphaOptions. Returns error strings naming fields."""
-        errors = []
-        if self.format not in ("text", "json"):
-            errors.append(f'--logging-format: format: Invalid value: "{self.format}": Unsupported log format')
-        elif self.format == "json" and not gates.enabled("LoggingBetaOptions"):
-            errors.append("--logging-format: format: Forbidden: Log format json is disabled, "
-                          "see LoggingBetaOptions feature")
-        if not gates.enabled("LoggingAlphaOptions"):
-            for given, flag, name in (
-                (text_split, "--log-text-split-stream", "options.text.splitStream"),
-                (text_buffer, "--log-text-info-buffer-size", "options.text.infoBufferSize"),
-                (json_split, "--log-json-split-stream", "options.json.splitStream"),
-                (json_buffer, "--log-json-info-buffer-size", "options.json.infoBufferSize"),
-            ):
-                if given:
-                    errors.append(f"{flag}: {name}: Forbidden: Feature LoggingAlphaOptions is disabled")
-        if self.format == "json":
-            self.split_stream, self.info_buffer_size = json_split, json_buffer
-        else:
-            self.split_stream, self.info_buffer_size = text_split, text_buffer
-        return errors
