@@ -46,13 +46,14 @@ Command-line values (Go syntax, Karmada's feature gates)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from estimator.cluster.kubefiles import ObjectFileError, read_objects
 from estimator.core.errors import StateLoadError
-from estimator.core.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
 from estimator.core.featuregates import ALL_GATES, FEATURE_GATES, FeatureGates
+from estimator.core.filters import UNSCHEDULABLE_TAINT, node_passes, requirement_matches, taints_tolerated, tolerates
 from estimator.core.model import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -166,8 +167,9 @@ def count_dra_devices(objects: Iterable[Any]) -> DraCounts:
             state.set_claim((record.namespace, record.name), record)
     counts = state.counts()
     served = {name: cls.name for name, cls in served_names(state.classes.values()).items()}
-    return DraCounts(served, {node: dict(per_name) for node, per_name in counts.items()},
-                     frozenset(state.failed_classes))
+    return DraCounts(
+        served, {node: dict(per_name) for node, per_name in counts.items()}, frozenset(state.failed_classes)
+    )
 
 
 def fork_estimator(argv, output_fd: int | None = None) -> int:
@@ -181,17 +183,63 @@ def fork_estimator(argv, output_fd: int | None = None) -> int:
 
 
 __all__ = [
-    "ALL_GATES", "CPU", "EPHEMERAL_STORAGE", "FEATURE_GATES", "MAX_INT32", "MAX_INT64", "MEMORY",
-    "NODE_SELECTOR_OPERATORS", "NO_EXECUTE", "NO_SCHEDULE", "OP_DOES_NOT_EXIST", "OP_EXISTS", "OP_IN",
-    "OP_NOT_IN", "PODS", "TERMINAL_POD_PHASES", "UNSCHEDULABLE_TAINT",
-    "AssumedWorkload", "ClusterSnapshot", "Component", "ComponentSetsQuery", "DraCounts", "FeatureGates",
+    "ALL_GATES",
+    "CPU",
+    "EPHEMERAL_STORAGE",
+    "FEATURE_GATES",
+    "MAX_INT32",
+    "MAX_INT64",
+    "MEMORY",
+    "NODE_SELECTOR_OPERATORS",
+    "NO_EXECUTE",
+    "NO_SCHEDULE",
+    "OP_DOES_NOT_EXIST",
+    "OP_EXISTS",
+    "OP_IN",
+    "OP_NOT_IN",
+    "PODS",
+    "TERMINAL_POD_PHASES",
+    "UNSCHEDULABLE_TAINT",
+    "AssumedWorkload",
+    "ClusterSnapshot",
+    "Component",
+    "ComponentSetsQuery",
+    "DraCounts",
+    "FeatureGates",
     "FlagValueError",
-    "LabelSelector", "NodeClaim", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectFileError", "QuantityError",
-    "ReplicaShape", "ReplicasQuery", "ResourceListError", "StateLoadError", "Taint", "Toleration", "UnknownFeatureGate", "WorkloadRef",
+    "LabelSelector",
+    "NodeClaim",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ObjectFileError",
+    "QuantityError",
+    "ReplicaShape",
+    "ReplicasQuery",
+    "ResourceListError",
+    "StateLoadError",
+    "Taint",
+    "Toleration",
+    "UnknownFeatureGate",
+    "WorkloadRef",
     "count_dra_devices",
-    "first_fit_sets", "fork_estimator", "is_counted", "is_hugepages", "label_selector", "load_object_files", "node_passes",
-    "parse_feature_gates", "parse_go_duration", "parse_quantity", "parse_resource_list", "pod_requests",
+    "first_fit_sets",
+    "fork_estimator",
+    "is_counted",
+    "is_hugepages",
+    "label_selector",
+    "load_object_files",
+    "node_passes",
+    "parse_feature_gates",
+    "parse_go_duration",
+    "parse_quantity",
+    "parse_resource_list",
+    "pod_requests",
     "preload_estimator",
-    "quantity_to_int", "read_objects",
-    "requirement_matches", "taints_tolerated", "tolerates", "uses_milli_units", "warmup_kernels",
+    "quantity_to_int",
+    "read_objects",
+    "requirement_matches",
+    "taints_tolerated",
+    "tolerates",
+    "uses_milli_units",
+    "warmup_kernels",
 ]

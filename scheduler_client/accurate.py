@@ -19,10 +19,10 @@ import socket
 import ssl
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import grpc
 
@@ -43,8 +43,12 @@ _MAX_WORKERS = 64
 _MAX_REASON = 200
 
 
-def karmada_service_address(member: str, namespace: str = DEFAULT_SERVICE_NAMESPACE,
-                            prefix: str = DEFAULT_SERVICE_PREFIX, port: int = DEFAULT_PORT) -> str:
+def karmada_service_address(
+    member: str,
+    namespace: str = DEFAULT_SERVICE_NAMESPACE,
+    prefix: str = DEFAULT_SERVICE_PREFIX,
+    port: int = DEFAULT_PORT,
+) -> str:
     """Where the karmada-scheduler finds a member's estimator: Service <prefix>-<member>."""
     return f"{prefix}-{member}.{namespace}.svc:{port}"
 
@@ -63,8 +67,9 @@ class ClientTLS:
         return self.ca is not None or self.insecure_skip_verify
 
     @classmethod
-    def from_files(cls, ca_file: str = "", cert_file: str = "", key_file: str = "",
-                   insecure_skip_verify: bool = False) -> "ClientTLS":
+    def from_files(
+        cls, ca_file: str = "", cert_file: str = "", key_file: str = "", insecure_skip_verify: bool = False
+    ) -> ClientTLS:
         """Raises OSError naming the file that cannot be read."""
         read = lambda path: Path(path).read_bytes() if path else None  # noqa: E731
         return cls(read(ca_file), read(cert_file), read(key_file), insecure_skip_verify)
@@ -160,11 +165,15 @@ def _channel(endpoint: Endpoint, timeout: float) -> grpc.Channel:
         return grpc.insecure_channel(endpoint.address)
     pair = dict(private_key=tls.key, certificate_chain=tls.cert) if tls.cert and tls.key else {}
     if not tls.insecure_skip_verify:
-        return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(tls.ca, **pair),
-                                   options=endpoint.name_options())
+        return grpc.secure_channel(
+            endpoint.address, grpc.ssl_channel_credentials(tls.ca, **pair), options=endpoint.name_options()
+        )
     pinned, name = _presented_certificate(endpoint.address, tls, timeout)
-    return grpc.secure_channel(endpoint.address, grpc.ssl_channel_credentials(pinned, **pair),
-                               options=(("grpc.ssl_target_name_override", name),))
+    return grpc.secure_channel(
+        endpoint.address,
+        grpc.ssl_channel_credentials(pinned, **pair),
+        options=(("grpc.ssl_target_name_override", name),),
+    )
 
 
 def _reason(error: grpc.RpcError, endpoint: Endpoint, timeout: float) -> str:
@@ -184,8 +193,9 @@ def _reason(error: grpc.RpcError, endpoint: Endpoint, timeout: float) -> str:
     return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
 
 
-def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key: str, timeout: float,
-                       deadline: float | None = None) -> Answer:
+def ask_component_sets(
+    endpoint: Endpoint, query: ComponentSetsQuery, object_key: str, timeout: float, deadline: float | None = None
+) -> Answer:
     """One MaxAvailableComponentSets call; `deadline` (time.monotonic()) bounds it when given."""
     started = time.monotonic()
     deadline = started + timeout if deadline is None else deadline
@@ -193,8 +203,9 @@ def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key
     try:
         channel = _channel(endpoint, budget)
     except (OSError, ValueError, ssl.SSLError) as error:
-        return Answer(endpoint.member, UNKNOWN, f"TLS set-up with {endpoint.address} failed: {error}",
-                      time.monotonic() - started)
+        return Answer(
+            endpoint.member, UNKNOWN, f"TLS set-up with {endpoint.address} failed: {error}", time.monotonic() - started
+        )
     try:
         stub = service_pb2_grpc.EstimatorStub(channel)
         response, call = stub.MaxAvailableComponentSets.with_call(
@@ -204,8 +215,9 @@ def ask_component_sets(endpoint: Endpoint, query: ComponentSetsQuery, object_key
             wait_for_ready=False,
         )
         bound, proven = read_certificate(call.trailing_metadata() or ())
-        return Answer(endpoint.member, response.maxSets, seconds=time.monotonic() - started,
-                      bound=bound, proven_optimal=proven)
+        return Answer(
+            endpoint.member, response.maxSets, seconds=time.monotonic() - started, bound=bound, proven_optimal=proven
+        )
     except grpc.RpcError as error:
         return Answer(endpoint.member, UNKNOWN, _reason(error, endpoint, timeout), time.monotonic() - started)
     finally:
@@ -222,9 +234,13 @@ def read_certificate(metadata) -> tuple[int | None, bool | None]:
     return bound, proven
 
 
-def ask_all(endpoints: Sequence[Endpoint], query: ComponentSetsQuery, object_key: str,
-            timeout: float = DEFAULT_TIMEOUT_SECONDS,
-            assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None) -> dict[str, Answer]:
+def ask_all(
+    endpoints: Sequence[Endpoint],
+    query: ComponentSetsQuery,
+    object_key: str,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None,
+) -> dict[str, Answer]:
     """Concurrent calls under ONE deadline: the whole fan-out ends within `timeout`.
     `assumed`: per member, the in-flight workloads sent with its request (assumedWorkloads),
     as karmada-scheduler sends each member its own."""
@@ -238,7 +254,8 @@ def ask_all(endpoints: Sequence[Endpoint], query: ComponentSetsQuery, object_key
 
     deadline = time.monotonic() + timeout
     with ThreadPoolExecutor(max_workers=min(len(endpoints), _MAX_WORKERS)) as pool:
-        futures = [pool.submit(ask_component_sets, e, for_member(e.member), object_key, timeout, deadline)
-                   for e in endpoints]
+        futures = [
+            pool.submit(ask_component_sets, e, for_member(e.member), object_key, timeout, deadline) for e in endpoints
+        ]
         answers = [f.result() for f in futures]
     return {answer.member: answer for answer in answers}

@@ -24,9 +24,10 @@ may not have its lastScheduledTime yet (then it counts as just scheduled).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from estimator.api import AssumedWorkload, Component, NodeClaim, ReplicaShape, parse_resource_list
 from scheduler_client.fields import FieldError, mapping, sequence
@@ -65,7 +66,7 @@ def _time(text: Any, field: str) -> datetime | None:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise BindingError(field, f"must be an RFC 3339 time, got {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _int(value: Any, field: str) -> int:
@@ -93,8 +94,12 @@ def _shape(requirements: Any, namespace: str, field: str) -> ReplicaShape:
         raise BindingError(error.field, error.message) from None
     except ValueError as error:
         raise BindingError(f"{field}.resourceRequest", str(error)) from None
-    return ReplicaShape(tuple(sorted((n, a) for n, a in requests.items() if a > 0 and n != "pods")), claim,
-                        namespace, str(requirements.get("priorityClassName") or ""))
+    return ReplicaShape(
+        tuple(sorted((n, a) for n, a in requests.items() if a > 0 and n != "pods")),
+        claim,
+        namespace,
+        str(requirements.get("priorityClassName") or ""),
+    )
 
 
 def assumed_components(spec: Mapping, replicas: int, namespace: str, name: str) -> tuple[Component, ...]:
@@ -113,8 +118,13 @@ def assumed_components(spec: Mapping, replicas: int, namespace: str, name: str) 
     return (Component(name, replicas, _shape(spec.get("replicaRequirements"), namespace, "spec.replicaRequirements")),)
 
 
-def in_flight(bindings: Sequence[Mapping], now: datetime, exclude: frozenset[str] = frozenset(),
-              ttl_seconds: float = ASSUMPTION_TTL_SECONDS, as_given: bool = False) -> list[InFlight]:
+def in_flight(
+    bindings: Sequence[Mapping],
+    now: datetime,
+    exclude: frozenset[str] = frozenset(),
+    ttl_seconds: float = ASSUMPTION_TTL_SECONDS,
+    as_given: bool = False,
+) -> list[InFlight]:
     """Every (binding, member) the scheduler would still assume at `now` (timezone-aware);
     bindings named in `exclude` (namespace/name) are left out. `as_given`: every member of
     spec.clusters counts, whatever the status says (bindings a user names as in flight).
@@ -148,8 +158,9 @@ def in_flight(bindings: Sequence[Mapping], now: datetime, exclude: frozenset[str
             member = str(target.get("name") or "")
             if not member or member in healthy:
                 continue
-            components = assumed_components(spec, _int(target.get("replicas"), f"spec.clusters[{i}].replicas"),
-                                            namespace, name)
+            components = assumed_components(
+                spec, _int(target.get("replicas"), f"spec.clusters[{i}].replicas"), namespace, name
+            )
             if components:
                 out.append(InFlight(key, described, member, AssumedWorkload(namespace, components), age))
     return out

@@ -27,15 +27,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Sequence
+from datetime import UTC, datetime
 
 import yaml
 
 from scheduler_client import accurate, bindings, controlplane, doctor, dra, report
-from scheduler_client.cliargs import UsageError, build_parser, estimator_endpoints, feature_gates, load_members, \
-    parse_duration, tls_warnings
+from scheduler_client.cliargs import (
+    UsageError,
+    build_parser,
+    estimator_endpoints,
+    feature_gates,
+    load_members,
+    parse_duration,
+    tls_warnings,
+)
 from scheduler_client.clusters import to_cluster_object
 from scheduler_client.karmada import RESOURCE_MODELING, Placement, SpreadConstraint
 from scheduler_client.placement import Options, PlacementResult, evaluate
@@ -60,40 +67,56 @@ class _ControlPlaneInputs:
     view: controlplane.ControlPlaneView
     broken: dict[str, str]  # members whose estimator karmada-scheduler cannot dial, and why
 
-    def summary(self, endpoints: dict[str, accurate.Endpoint], flights: list[bindings.InFlight],
-                source: str) -> dict:
+    def summary(self, endpoints: dict[str, accurate.Endpoint], flights: list[bindings.InFlight], source: str) -> dict:
         view = self.view
         estimators = {}
         for name, service in view.estimators.items():
             endpoint = endpoints.get(name)
             address = endpoint.address if endpoint else None
-            estimators[name] = {"address": address,
-                                "how": service.how if address == service.address else "--estimator (overrides "
-                                                                                      f"{service.how})"}
-        return {"server": view.server,
-                "policy": view.policy.key if view.policy else None,  # None: --policy FILE, not read here
-                "policiesRead": view.policies_read,
-                "estimators": estimators,
-                "inFlight": {m: [{"binding": f.binding, "resource": f.resource,
-                                  "components": [{"name": c.name, "replicas": c.replicas}
-                                                 for c in f.workload.components],
-                                  "ageSeconds": f.age_seconds, "text": f.describe()}
-                                 for f in flights if f.member == m]
-                             for m in sorted({f.member for f in flights})},
-                "inFlightFrom": source}
+            estimators[name] = {
+                "address": address,
+                "how": service.how if address == service.address else f"--estimator (overrides {service.how})",
+            }
+        return {
+            "server": view.server,
+            "policy": view.policy.key if view.policy else None,  # None: --policy FILE, not read here
+            "policiesRead": view.policies_read,
+            "estimators": estimators,
+            "inFlight": {
+                m: [
+                    {
+                        "binding": f.binding,
+                        "resource": f.resource,
+                        "components": [{"name": c.name, "replicas": c.replicas} for c in f.workload.components],
+                        "ageSeconds": f.age_seconds,
+                        "text": f.describe(),
+                    }
+                    for f in flights
+                    if f.member == m
+                ]
+                for m in sorted({f.member for f in flights})
+            },
+            "inFlightFrom": source,
+        }
 
 
 def _control_plane(args, manifest) -> _ControlPlaneInputs:
     if args.clusters:
-        raise UsageError("--clusters and --karmada-kubeconfig exclude each other: the control plane's Clusters "
-                         "are read")
+        raise UsageError(
+            "--clusters and --karmada-kubeconfig exclude each other: the control plane's Clusters are read"
+        )
     view = controlplane.read_control_plane(
-        args.karmada_kubeconfig, manifest, context=args.karmada_context,
+        args.karmada_kubeconfig,
+        manifest,
+        context=args.karmada_context,
         estimator_namespace=args.scheduler_estimator_service_namespace,
-        estimator_prefix=args.scheduler_estimator_service_prefix, estimator_port=args.scheduler_estimator_port,
-        with_missing_services=args.enable_scheduler_estimator, policy_wanted=not args.policy,
+        estimator_prefix=args.scheduler_estimator_service_prefix,
+        estimator_port=args.scheduler_estimator_port,
+        with_missing_services=args.enable_scheduler_estimator,
+        policy_wanted=not args.policy,
         in_flight_wanted=not args.in_flight,
-        exclude_bindings=frozenset({controlplane.binding_name(manifest)}))
+        exclude_bindings=frozenset({controlplane.binding_name(manifest)}),
+    )
     # Estimator Services deployed: karmada-scheduler runs with --enable-scheduler-estimator, and
     # a member whose estimator it cannot dial fails the accurate call (path c).
     enabled = args.enable_scheduler_estimator or any(s.address for s in view.estimators.values())
@@ -107,8 +130,9 @@ def _place(args) -> tuple[int, PlacementResult, dict | None]:
     timeout = parse_duration(args.estimator_timeout)
     job = load_job(args.job, karmada_compatible=args.karmada_compatible)
     if not job.components:
-        raise InputError(args.job, "spec", f"the {job.kind} has no components to place (Karmada would copy it to "
-                                            "every member)")
+        raise InputError(
+            args.job, "spec", f"the {job.kind} has no components to place (Karmada would copy it to every member)"
+        )
     # Karmada's own reading of the job, for its outcome beside ours; it may fail where ours does not.
     try:
         karmada_job = job if args.karmada_compatible else load_job(args.job, karmada_compatible=True)
@@ -121,42 +145,55 @@ def _place(args) -> tuple[int, PlacementResult, dict | None]:
     if plane is not None and policy is None:
         policy = plane.view.policy
         if policy is None:
-            raise NotPropagated(f"no PropagationPolicy in namespace {job.namespace} and no ClusterPropagationPolicy "
-                                f"of {plane.view.server} selects {job.kind} {job.namespace}/{job.name}: Karmada would "
-                                "not propagate it (no ResourceBinding, no member)")
+            raise NotPropagated(
+                f"no PropagationPolicy in namespace {job.namespace} and no ClusterPropagationPolicy "
+                f"of {plane.view.server} selects {job.kind} {job.namespace}/{job.name}: Karmada would "
+                "not propagate it (no ResourceBinding, no member)"
+            )
     flights, source = (plane.view.in_flight if plane else []), "the control plane's ResourceBindings"
     if args.in_flight:
         own = frozenset({controlplane.binding_name(load_job_manifest(args.job))})
-        flights = load_in_flight(args.in_flight, datetime.now(timezone.utc), own)
+        flights = load_in_flight(args.in_flight, datetime.now(UTC), own)
         source = ", ".join(args.in_flight)
-    members = load_members(args, gates.get(RESOURCE_MODELING, True),
-                       plane.view.clusters if plane else None)
+    members = load_members(args, gates.get(RESOURCE_MODELING, True), plane.view.clusters if plane else None)
     endpoints = estimator_endpoints(args, members, plane.view.estimators if plane else None)
     broken = {n: why for n, why in (plane.broken if plane else {}).items() if n not in endpoints}
 
     def ask(names, query, object_key, assumed=None):
-        answers = accurate.ask_all([endpoints[n] for n in names if n in endpoints], query, object_key, timeout,
-                                   assumed)
+        answers = accurate.ask_all([endpoints[n] for n in names if n in endpoints], query, object_key, timeout, assumed)
         for name in names:
             if name in broken:
-                answers[name] = accurate.Answer(name, accurate.UNKNOWN, f"karmada-scheduler cannot dial it: "
-                                                                        f"{broken[name]}")
+                answers[name] = accurate.Answer(
+                    name, accurate.UNKNOWN, f"karmada-scheduler cannot dial it: {broken[name]}"
+                )
         return answers
 
-    options = Options(strategy=args.strategy, karmada_compatible=args.karmada_compatible, gates=gates,
-                      accurate_members=frozenset(endpoints) | frozenset(broken),
-                      accurate_addresses={**{n: e.address for n, e in endpoints.items()},
-                                          **{n: "(none)" for n in broken}},
-                      policy_given=policy is not None)
-    result = evaluate(job, members, policy.placement if policy else ONE_MEMBER, options, ask, karmada_job,
-                      assumed=bindings.by_member(flights))
+    options = Options(
+        strategy=args.strategy,
+        karmada_compatible=args.karmada_compatible,
+        gates=gates,
+        accurate_members=frozenset(endpoints) | frozenset(broken),
+        accurate_addresses={**{n: e.address for n, e in endpoints.items()}, **{n: "(none)" for n in broken}},
+        policy_given=policy is not None,
+    )
+    result = evaluate(
+        job,
+        members,
+        policy.placement if policy else ONE_MEMBER,
+        options,
+        ask,
+        karmada_job,
+        assumed=bindings.by_member(flights),
+    )
     if flights:
         described = {m: tuple(f.describe() for f in flights if f.member == m) for m in {f.member for f in flights}}
         result = dataclasses.replace(result, in_flight=described)
     extra = tls_warnings(args)
     if karmada_unreadable:
-        extra.append(f"Karmada's interpreter cannot read this job ({karmada_unreadable}): Karmada would not "
-                     "schedule it; the Karmada outcome shown assumes this tool's reading")
+        extra.append(
+            f"Karmada's interpreter cannot read this job ({karmada_unreadable}): Karmada would not "
+            "schedule it; the Karmada outcome shown assumes this tool's reading"
+        )
     if extra:
         result = dataclasses.replace(result, warnings=result.warnings + tuple(extra))
     code = EXIT_UNDECIDED if result.undecided else (EXIT_CHOSEN if result.targets else EXIT_NONE_FITS)
@@ -218,8 +255,10 @@ def run_summarize(args) -> int:
     if not args.member:
         raise UsageError("summarize needs --member NAME=FILE")
     members = [m for m in load_members(args, gates.get(RESOURCE_MODELING, True)) if m.summary is not None]
-    objects = [to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
-               for m in members]
+    objects = [
+        to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
+        for m in members
+    ]
     for member, obj in zip(members, objects):
         if member.dra:  # beside the node-allocatable summary: what the member serves through DRA
             obj["metadata"]["annotations"] = {dra.ANNOTATION: dra.annotation(member.dra)}

@@ -9,8 +9,9 @@ status.apiEnablements. `to_cluster_object` writes the same shape back (karmada-p
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import (
     MAX_INT64,
@@ -160,7 +161,8 @@ def parse_cluster(obj: Any) -> ClusterObject:
     spec = _mapping(obj.get("spec"), "spec")
     status = _mapping(obj.get("status"), "status")
     zones = tuple(str(z) for z in _list(spec.get("zones"), "spec.zones")) or (
-        (str(spec["zone"]),) if spec.get("zone") else ())
+        (str(spec["zone"]),) if spec.get("zone") else ()
+    )
     summary, counts = None, None
     if status.get("resourceSummary") is not None:
         raw = _mapping(status["resourceSummary"], "status.resourceSummary")
@@ -168,13 +170,18 @@ def parse_cluster(obj: Any) -> ClusterObject:
             _resource_list(raw.get("allocatable"), "status.resourceSummary.allocatable"),
             _resource_list(raw.get("allocated"), "status.resourceSummary.allocated"),
             _resource_list(raw.get("allocating"), "status.resourceSummary.allocating"),
-            decimal_format=frozenset(str(n) for n, v in _mapping(raw.get("allocatable"), "allocatable").items()
-                                     if n != "cpu" and not _binary_format(v)),
+            decimal_format=frozenset(
+                str(n)
+                for n, v in _mapping(raw.get("allocatable"), "allocatable").items()
+                if n != "cpu" and not _binary_format(v)
+            ),
         )
         counts = _grade_counts(raw.get("allocatableModelings"), "status.resourceSummary.allocatableModelings")
     return ClusterObject(
         name=name,
-        labels={str(k): "" if v is None else str(v) for k, v in _mapping(meta.get("labels"), "metadata.labels").items()},
+        labels={
+            str(k): "" if v is None else str(v) for k, v in _mapping(meta.get("labels"), "metadata.labels").items()
+        },
         provider=str(spec.get("provider") or ""),
         region=str(spec.get("region") or ""),
         zones=zones,
@@ -196,13 +203,22 @@ def _binary_string(amount: int) -> str | None:
 def _quantities(amounts: Mapping[str, int]) -> dict[str, str]:
     # Memory-like amounts in a binary format, as Karmada's status controller writes them:
     # Karmada's general estimator reads a decimal one in thousandths.
-    return {name: (memory_like(name) and _binary_string(amount)) or quantity_string(name, amount)
-            for name, amount in sorted(amounts.items())}
+    return {
+        name: (memory_like(name) and _binary_string(amount)) or quantity_string(name, amount)
+        for name, amount in sorted(amounts.items())
+    }
 
 
-def to_cluster_object(name: str, labels: Mapping[str, str], models: Sequence[ResourceModel],
-                      summary: ResourceSummary, counts: Sequence[GradeCount] | None, provider: str = "",
-                      region: str = "", zones: Sequence[str] = ()) -> dict:
+def to_cluster_object(
+    name: str,
+    labels: Mapping[str, str],
+    models: Sequence[ResourceModel],
+    summary: ResourceSummary,
+    counts: Sequence[GradeCount] | None,
+    provider: str = "",
+    region: str = "",
+    zones: Sequence[str] = (),
+) -> dict:
     """A Cluster object whose status is `summary` (what the cluster status controller writes)."""
     resource_summary: dict[str, Any] = {
         "allocatable": _quantities(summary.allocatable),
@@ -217,12 +233,22 @@ def to_cluster_object(name: str, labels: Mapping[str, str], models: Sequence[Res
             spec[key] = value
     if models:
         spec["resourceModels"] = [
-            {"grade": m.grade, "ranges": [{"name": r.name, "min": quantity_string(r.name, r.min),
-                                           "max": quantity_string(r.name, r.max)} for r in m.ranges]}
+            {
+                "grade": m.grade,
+                "ranges": [
+                    {"name": r.name, "min": quantity_string(r.name, r.min), "max": quantity_string(r.name, r.max)}
+                    for r in m.ranges
+                ],
+            }
             for m in models
         ]
     metadata: dict[str, Any] = {"name": name}
     if labels:
         metadata["labels"] = dict(labels)
-    return {"apiVersion": CLUSTER_API_VERSION, "kind": "Cluster", "metadata": metadata, "spec": spec,
-            "status": {"resourceSummary": resource_summary}}
+    return {
+        "apiVersion": CLUSTER_API_VERSION,
+        "kind": "Cluster",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"resourceSummary": resource_summary},
+    }

@@ -32,10 +32,11 @@ import json
 import socket
 import ssl
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from scheduler_client import bindings
@@ -138,8 +139,11 @@ def load_kubeconfig(path: str | Path, context: str = "") -> Connection:
         raise InputError(path, f"{where_c}.server", f"expected https://HOST:PORT, got {server!r}")
     for plugin in ("exec", "auth-provider"):
         if user.get(plugin):
-            raise InputError(path, f"{where_u}.{plugin}", "credential plugins are not run by karmada-place: "
-                                                           "use a token or a client certificate")
+            raise InputError(
+                path,
+                f"{where_u}.{plugin}",
+                "credential plugins are not run by karmada-place: use a token or a client certificate",
+            )
     headers = {"Accept": "application/json", "User-Agent": "karmada-place"}
     token = user.get("token")
     if not token and user.get("tokenFile"):
@@ -178,8 +182,9 @@ def load_kubeconfig(path: str | Path, context: str = "") -> Connection:
                 try:
                     context_ssl.load_cert_chain(pair_file.name)
                 except ssl.SSLError as error:
-                    raise InputError(path, f"{where_u}.client-certificate",
-                                     f"unusable certificate or key: {error}") from None
+                    raise InputError(
+                        path, f"{where_u}.client-certificate", f"unusable certificate or key: {error}"
+                    ) from None
     return Connection(server, context_ssl, cluster.get("tls-server-name") or None, headers)
 
 
@@ -199,8 +204,13 @@ class Client:
     def _open(self) -> http.client.HTTPConnection:
         if self._http is None:
             if self.connection.ssl_context is not None:
-                self._http = _HTTPS(self._host, self._port, timeout=self.timeout,
-                                    context=self.connection.ssl_context, server_name=self.connection.server_name)
+                self._http = _HTTPS(
+                    self._host,
+                    self._port,
+                    timeout=self.timeout,
+                    context=self.connection.ssl_context,
+                    server_name=self.connection.server_name,
+                )
             else:
                 self._http = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
         return self._http
@@ -227,20 +237,25 @@ class Client:
                     raise ControlPlaneError(f"{url}: the connection was closed by the server") from None
             except ssl.SSLCertVerificationError as error:
                 self.close()
-                raise ControlPlaneError(f"{url}: the server's certificate is not trusted ({error.verify_message}); "
-                                        "check certificate-authority in the kubeconfig") from None
+                raise ControlPlaneError(
+                    f"{url}: the server's certificate is not trusted ({error.verify_message}); "
+                    "check certificate-authority in the kubeconfig"
+                ) from None
             except (OSError, http.client.HTTPException) as error:
                 self.close()
                 reason = "timed out" if isinstance(error, socket.timeout) else str(error) or type(error).__name__
-                raise ControlPlaneError(f"cannot reach the Karmada control plane at {self.connection.server}: "
-                                        f"{reason}") from None
+                raise ControlPlaneError(
+                    f"cannot reach the Karmada control plane at {self.connection.server}: {reason}"
+                ) from None
         if response.status == 404 and missing_ok:
             return None
         if response.status >= 300:
             message = _status_message(body)
-            hint = {401: " (the kubeconfig's credentials were refused)",
-                    403: " (the kubeconfig's user may not read this)",
-                    404: " (is this a Karmada control plane with that API?)"}.get(response.status, "")
+            hint = {
+                401: " (the kubeconfig's credentials were refused)",
+                403: " (the kubeconfig's user may not read this)",
+                404: " (is this a Karmada control plane with that API?)",
+            }.get(response.status, "")
             raise ControlPlaneError(f"GET {url}: HTTP {response.status}{hint}" + (f": {message}" if message else ""))
         try:
             return json.loads(body)
@@ -288,39 +303,60 @@ def _status_message(body: bytes) -> str:
 # --- what karmada-scheduler reads ---------------------------------------------------------
 
 
-def estimator_service(member: str, service: Mapping | None, namespace: str, prefix: str, port: int,
-                      with_missing: bool) -> EstimatorService:
+def estimator_service(
+    member: str, service: Mapping | None, namespace: str, prefix: str, port: int, with_missing: bool
+) -> EstimatorService:
     """resolveCluster: the address karmada-scheduler dials for `member`'s estimator. Pure."""
     name = f"{prefix}-{member}"
     if service is None:
         if with_missing:
-            return EstimatorService(member, f"{name}.{namespace}.svc.cluster.local:{port}",
-                                    f"no Service {namespace}/{name}: Karmada's DNS name")
+            return EstimatorService(
+                member,
+                f"{name}.{namespace}.svc.cluster.local:{port}",
+                f"no Service {namespace}/{name}: Karmada's DNS name",
+            )
         return EstimatorService(member, None, f"no Service {namespace}/{name}")
     spec = service.get("spec") or {}
     kind = spec.get("type") or "ClusterIP"
     if kind != "ExternalName":
-        return EstimatorService(member, None, f"Service {namespace}/{name} is {kind}: karmada-scheduler dials only "
-                                              "an ExternalName Service (\"unsupported service type\")")
+        return EstimatorService(
+            member,
+            None,
+            f"Service {namespace}/{name} is {kind}: karmada-scheduler dials only "
+            'an ExternalName Service ("unsupported service type")',
+        )
     for entry in spec.get("ports") or []:
         if isinstance(entry, Mapping) and entry.get("port") == port:
             target = entry.get("targetPort", port)
             if isinstance(target, bool) or not isinstance(target, int):
-                return EstimatorService(member, None, f"Service {namespace}/{name}: targetPort {target!r} is not a "
-                                                      "number, which karmada-scheduler refuses for ExternalName")
+                return EstimatorService(
+                    member,
+                    None,
+                    f"Service {namespace}/{name}: targetPort {target!r} is not a "
+                    "number, which karmada-scheduler refuses for ExternalName",
+                )
             host = str(spec.get("externalName") or "")
             address = f"[{host}]:{target}" if ":" in host else f"{host}:{target}"
-            return EstimatorService(member, address, f"Service {namespace}/{name} (ExternalName {host}, port {port} "
-                                                     f"-> {target})")
+            return EstimatorService(
+                member, address, f"Service {namespace}/{name} (ExternalName {host}, port {port} -> {target})"
+            )
     return EstimatorService(member, None, f"Service {namespace}/{name} has no port {port}")
 
 
-def read_control_plane(kubeconfig: str | Path, manifest: Mapping, *, context: str = "",
-                       estimator_namespace: str = "karmada-system",
-                       estimator_prefix: str = "karmada-scheduler-estimator", estimator_port: int = 10352,
-                       with_missing_services: bool = False, policy_wanted: bool = True,
-                       in_flight_wanted: bool = True, exclude_bindings: frozenset[str] = frozenset(),
-                       now: datetime | None = None) -> ControlPlaneView:
+def read_control_plane(
+    kubeconfig: str | Path,
+    manifest: Mapping,
+    *,
+    context: str = "",
+    estimator_namespace: str = "karmada-system",
+    estimator_prefix: str = "karmada-scheduler-estimator",
+    estimator_port: int = 10352,
+    with_missing_services: bool = False,
+    policy_wanted: bool = True,
+    in_flight_wanted: bool = True,
+    exclude_bindings: frozenset[str] = frozenset(),
+    now: datetime | None = None,
+) -> ControlPlaneView:
     """Everything karmada-scheduler would use for `manifest` (the job), read now."""
     client = Client(load_kubeconfig(kubeconfig, context))
     server = client.connection.server
@@ -336,8 +372,10 @@ def read_control_plane(kubeconfig: str | Path, manifest: Mapping, *, context: st
         if policy_wanted:
             namespace = str((manifest.get("metadata") or {}).get("namespace") or "default")
             policies: list[Policy] = []
-            for path, kind in ((POLICIES.format(namespace=quote(namespace)), "PropagationPolicy"),
-                               (CLUSTER_POLICIES, "ClusterPropagationPolicy")):
+            for path, kind in (
+                (POLICIES.format(namespace=quote(namespace)), "PropagationPolicy"),
+                (CLUSTER_POLICIES, "ClusterPropagationPolicy"),
+            ):
                 for raw in client.items(path):
                     meta = raw.get("metadata") or {}
                     label = f"{kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
@@ -350,15 +388,17 @@ def read_control_plane(kubeconfig: str | Path, manifest: Mapping, *, context: st
         estimators = {}
         for cluster in clusters:
             name = f"{estimator_prefix}-{cluster.name}"
-            service = client.get(SERVICE.format(namespace=quote(estimator_namespace), name=quote(name)),
-                                 missing_ok=True)
-            estimators[cluster.name] = estimator_service(cluster.name, service, estimator_namespace,
-                                                         estimator_prefix, estimator_port, with_missing_services)
+            service = client.get(
+                SERVICE.format(namespace=quote(estimator_namespace), name=quote(name)), missing_ok=True
+            )
+            estimators[cluster.name] = estimator_service(
+                cluster.name, service, estimator_namespace, estimator_prefix, estimator_port, with_missing_services
+            )
         raw_bindings = client.items(BINDINGS) if in_flight_wanted else []
     finally:
         client.close()
     flights = []
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     for raw in raw_bindings:
         meta = raw.get("metadata") or {}
         try:
@@ -374,4 +414,3 @@ def binding_name(manifest: Mapping) -> str:
     meta = manifest.get("metadata") or {}
     name = str(meta.get("name") or "").replace(":", ".")
     return f"{meta.get('namespace') or 'default'}/{(name + '-' + str(manifest.get('kind') or '')).lower()}"
-

@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from estimator.api import ComponentSetsQuery, count_dra_devices, preload_estimator, read_objects, \
-    warmup_kernels
+from estimator.api import ComponentSetsQuery, count_dra_devices, preload_estimator, read_objects, warmup_kernels
 from scheduler_client import accurate, cli, dra
 from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING, requested_names
 from scheduler_client.launch import LocalEstimator, wait_serving
@@ -71,9 +70,12 @@ class Scenario:
     def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False):
         endpoints = self.endpoints if use_accurate else {}
         # The story is about a Karmada that runs the multi-component path (the gate on).
-        options = Options(karmada_compatible=karmada_compatible, gates={**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True},
-                          accurate_members=frozenset(endpoints),
-                          accurate_addresses={n: e.address for n, e in endpoints.items()})
+        options = Options(
+            karmada_compatible=karmada_compatible,
+            gates={**DEFAULT_GATES, MULTIPLE_POD_TEMPLATES: True},
+            accurate_members=frozenset(endpoints),
+            accurate_addresses={n: e.address for n, e in endpoints.items()},
+        )
         ask = lambda names, query, key: accurate.ask_all([endpoints[n] for n in names], query, key)  # noqa: E731
         return evaluate(self.jobs[job], self.members, self.placement, options, ask)
 
@@ -113,14 +115,18 @@ def gpu_story(scenario: Scenario, job_name: str) -> str:
         column = member.snapshot.column(GPU)
         per_node = int(member.snapshot.allocatable[:, column].max()) if column is not None else 0
         if total >= need * count and per_node < need:
-            facts.append(f"{member.name} has {total} GPUs in total but at most {per_node} per node, so no node can "
-                         f"hold a {component.name}")
+            facts.append(
+                f"{member.name} has {total} GPUs in total but at most {per_node} per node, so no node can "
+                f"hold a {component.name}"
+            )
         elif per_node >= need * count:
             facts.append(f"{member.name} has {per_node} GPUs on one node and fits the whole job")
         for r in member.dra:
             if r.name == GPU:
-                facts.append(f"{member.name} serves {r.devices} GPUs through DRA, {r.free} free, at most "
-                             f"{r.largest_free} on one node: its accurate estimator counts them (section e)")
+                facts.append(
+                    f"{member.name} serves {r.devices} GPUs through DRA, {r.free} free, at most "
+                    f"{r.largest_free} on one node: its accurate estimator counts them (section e)"
+                )
     return f"    {job_name} needs {count} {component.name}s x {need} GPUs: " + ";\n    ".join(facts) + "."
 
 
@@ -149,12 +155,21 @@ def with_accurate(scenario: Scenario) -> None:
             if m.verdict == "rejected" and m.estimates[ACCURATE] == 0:
                 print(f"    {m.name} ({result.job.name}) rejected: " + "; ".join(m.reasons[1:2] or m.reasons[:1]))
             elif m.verdict == "rejected" and (m.estimates[ACCURATE] or 0) >= 1 and m.name in blind:
-                print(f"    {m.name} ({result.job.name}) rejected although its accurate estimator counts "
-                      f"{m.estimates[ACCURATE]} set(s): the general estimator's {m.estimates[GENERAL]} is the minimum "
-                      f"(its {', '.join(blind[m.name])} served through DRA: section e)")
-    args = ["--job", _rel(DEMO / "jobs" / "train-big.yaml"), "--policy", _rel(GOOD_POLICY), *_member_args(),
-            *[a for m, e in scenario.endpoints.items() for a in ("--estimator", f"{m}={e.address}")],
-            "--feature-gates", f"{MULTIPLE_POD_TEMPLATES}=true"]
+                print(
+                    f"    {m.name} ({result.job.name}) rejected although its accurate estimator counts "
+                    f"{m.estimates[ACCURATE]} set(s): the general estimator's {m.estimates[GENERAL]} is the minimum "
+                    f"(its {', '.join(blind[m.name])} served through DRA: section e)"
+                )
+    args = [
+        "--job",
+        _rel(DEMO / "jobs" / "train-big.yaml"),
+        "--policy",
+        _rel(GOOD_POLICY),
+        *_member_args(),
+        *[a for m, e in scenario.endpoints.items() for a in ("--estimator", f"{m}={e.address}")],
+        "--feature-gates",
+        f"{MULTIPLE_POD_TEMPLATES}=true",
+    ]
     print("\n$ karmada-place " + " ".join(args) + "\n")
     exit_code = cli.main([str(REPO / a) if a.startswith("deploy/") else a for a in args])
     print(f"(exit status {exit_code})")
@@ -171,8 +186,10 @@ def blind_models(scenario: Scenario) -> None:
             chosen = result.selected or (f'none: "{result.karmada.error}"' if compatible else "none")
             rows.append((job, label, *cells, chosen))
     print("\n".join(columns(rows, "    ")))
-    print("    Karmada's 0 wins the minimum over estimators, so no member is ever chosen for a GPU job\n"
-          "    (failure 3); here the blind models answer -1, unknown, and the accurate estimators decide.")
+    print(
+        "    Karmada's 0 wins the minimum over estimators, so no member is ever chosen for a GPU job\n"
+        "    (failure 3); here the blind models answer -1, unknown, and the accurate estimators decide."
+    )
 
 
 def doctor_on_bad_policy() -> None:
@@ -184,18 +201,22 @@ def doctor_on_bad_policy() -> None:
 
 
 def _member_args() -> list[str]:
-    return [*[a for f in CLUSTER_FILES for a in ("--clusters", _rel(f))],
-            *[a for m in MEMBERS for a in ("--member", f"{m}={_rel(DEMO / (m + '.yaml'))}")]]
+    return [
+        *[a for f in CLUSTER_FILES for a in ("--clusters", _rel(f))],
+        *[a for m in MEMBERS for a in ("--member", f"{m}={_rel(DEMO / (m + '.yaml'))}")],
+    ]
 
 
 def dra_member(scenario: Scenario) -> None:
     _section(f"(e) {DRA_MEMBER}: GPUs served through Dynamic Resource Allocation (Kubernetes 1.36, KEP-5004)")
     member = next(m for m in scenario.members if m.name == DRA_MEMBER)
     classes = ", ".join(sorted({r.device_class for r in member.dra if r.name == GPU}))
-    print(f"    {DRA_MEMBER}'s nodes advertise no {GPU} in status.allocatable, so its Cluster's resourceSummary has "
-          f"none\n    (allocatable {member.summary.allocatable.get(GPU, 0)}, allocated "
-          f"{member.summary.allocated.get(GPU, 0)}: pods' requests); DeviceClass {classes} "
-          f"(extendedResourceName {GPU})\n    serves it from the devices a DRA driver publishes in ResourceSlices. `karmada-place summarize` writes:")
+    print(
+        f"    {DRA_MEMBER}'s nodes advertise no {GPU} in status.allocatable, so its Cluster's resourceSummary has "
+        f"none\n    (allocatable {member.summary.allocatable.get(GPU, 0)}, allocated "
+        f"{member.summary.allocated.get(GPU, 0)}: pods' requests); DeviceClass {classes} "
+        f"(extendedResourceName {GPU})\n    serves it from the devices a DRA driver publishes in ResourceSlices. `karmada-place summarize` writes:"
+    )
     for line in dra.comment_lines(member.name, member.dra, member.dra_failed_classes):
         print(f"    {line}")
     rows = [("job", "Karmada: general estimator", "accurate estimator (this project)", "minimum: Karmada's answer")]
@@ -203,14 +224,23 @@ def dra_member(scenario: Scenario) -> None:
         row = next(m for m in scenario.place(job, use_accurate=True).members if m.name == DRA_MEMBER)
         rows.append((job, _cell(row.estimates[GENERAL]), _cell(row.estimates[ACCURATE]), _cell(row.sets)))
     print("\n".join(columns(rows, "    ")))
-    print("    Karmada's own karmada-scheduler-estimator reads node allocatable too and answers 0 there; the "
-          f"general\n    estimator's 0 wins Karmada's minimum, so {DRA_MEMBER} is refused for every GPU job while "
-          "GPUs are free.")
+    print(
+        "    Karmada's own karmada-scheduler-estimator reads node allocatable too and answers 0 there; the "
+        f"general\n    estimator's 0 wins Karmada's minimum, so {DRA_MEMBER} is refused for every GPU job while "
+        "GPUs are free."
+    )
     # As when a DRA member has just joined: every member but it has an accurate estimator.
-    args = ["doctor", "--policy", _rel(GOOD_POLICY), "--job", _rel(DEMO / "jobs" / "train-small.yaml"),
-            *_member_args(), *[a for m, e in scenario.endpoints.items() if m != DRA_MEMBER
-                               for a in ("--estimator", f"{m}={e.address}")],
-            "--feature-gates", f"{MULTIPLE_POD_TEMPLATES}=true,{RESOURCE_MODELING}=false"]
+    args = [
+        "doctor",
+        "--policy",
+        _rel(GOOD_POLICY),
+        "--job",
+        _rel(DEMO / "jobs" / "train-small.yaml"),
+        *_member_args(),
+        *[a for m, e in scenario.endpoints.items() if m != DRA_MEMBER for a in ("--estimator", f"{m}={e.address}")],
+        "--feature-gates",
+        f"{MULTIPLE_POD_TEMPLATES}=true,{RESOURCE_MODELING}=false",
+    ]
     print("\n$ karmada-place " + " ".join(args) + "\n")
     exit_code = cli.main([str(REPO / a) if a.startswith("deploy/") else a for a in args])
     print(f"(exit status {exit_code})")
@@ -218,12 +248,18 @@ def dra_member(scenario: Scenario) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scheduler_client.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-in-each", action="store_true",
-                        help="skip the shared kernel warm-up: every estimator compiles for itself if the cache is "
-                             "cold (the old start-up, kept for benchmarks/startup.py's comparison)")
-    parser.add_argument("--spawn", action="store_true",
-                        help="start each estimator as `python -m estimator` of its own (imports and kernel loading "
-                             "paid eight times) instead of forking them from this process (the default on Linux)")
+    parser.add_argument(
+        "--compile-in-each",
+        action="store_true",
+        help="skip the shared kernel warm-up: every estimator compiles for itself if the cache is "
+        "cold (the old start-up, kept for benchmarks/startup.py's comparison)",
+    )
+    parser.add_argument(
+        "--spawn",
+        action="store_true",
+        help="start each estimator as `python -m estimator` of its own (imports and kernel loading "
+        "paid eight times) instead of forking them from this process (the default on Linux)",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     estimators = [LocalEstimator(m, [DEMO / f"{m}.yaml"], packing=mode) for mode in MODES for m in MEMBERS]
@@ -231,8 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     # kernels and modules: each then costs its own start-up only (0.05-0.1 CPU-s on these
     # members, against ~1.5 for a process of its own that imports and loads them again).
     fork = not (args.compile_in_each or args.spawn) and sys.platform.startswith("linux")
-    print(f"Karmada placement of two PyTorchJobs over {len(MEMBERS)} GPU members (deploy/demo; {DRA_MEMBER}'s GPUs "
-          "served through DRA)", flush=True)
+    print(
+        f"Karmada placement of two PyTorchJobs over {len(MEMBERS)} GPU members (deploy/demo; {DRA_MEMBER}'s GPUs "
+        "served through DRA)",
+        flush=True,
+    )
     if not args.compile_in_each:
         # One process fills the kernel cache or loads it (this one imports numba anyway, for
         # the general estimator's resource models); the estimators started after it never
@@ -243,12 +282,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             warmup_kernels()
         # estimator.kernels has set NUMBA_CACHE_DIR, which the estimators inherit.
-        print(f"kernels compiled (or loaded from {os.environ['NUMBA_CACHE_DIR']}) in "
-              f"{time.monotonic() - warm_started:.1f}s", flush=True)
+        print(
+            f"kernels compiled (or loaded from {os.environ['NUMBA_CACHE_DIR']}) in "
+            f"{time.monotonic() - warm_started:.1f}s",
+            flush=True,
+        )
         if fork:  # member-d's CEL selector, compiled once here (cached) rather than in each of its two estimators
             count_dra_devices(read_objects(DEMO / f"{DRA_MEMBER}.yaml"))
-    print(f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
-          flush=True)
+    print(
+        f"starting {len(estimators)} accurate estimators ({len(MEMBERS)} members x packing {', '.join(MODES)}) ...",
+        flush=True,
+    )
     try:  # every estimator started is stopped, whatever fails
         for est in estimators:
             try:
@@ -257,12 +301,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"cannot fork the estimators ({error}); starting them as processes of their own", flush=True)
                 fork = False
                 est.start()
-        by_mode = {mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
-                   for mode in MODES}
+        by_mode = {
+            mode: {e.member: accurate.Endpoint(e.member, e.address) for e in estimators if e.packing == mode}
+            for mode in MODES
+        }
         scenario = Scenario(by_mode["best"])  # reads the demo's files while the estimators start
         # Generous: a process that dies fails the wait at once; a live one may be slow on a busy machine.
-        wait_serving(estimators, timeout=900, progress=lambda pending, waited: print(
-            f"  ... {len(pending)} of {len(estimators)} still starting after {waited:.0f}s", flush=True))
+        wait_serving(
+            estimators,
+            timeout=900,
+            progress=lambda pending, waited: print(
+                f"  ... {len(pending)} of {len(estimators)} still starting after {waited:.0f}s", flush=True
+            ),
+        )
         print(f"ready in {time.monotonic() - started:.1f}s", flush=True)
         packing_table(by_mode, scenario)
         general_only(scenario)

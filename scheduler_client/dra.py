@@ -18,14 +18,16 @@ the estimator's own rules; a node counts for a name only when its allocatable ha
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from estimator.api import DraCounts, ResourceListError, parse_resource_list
 
 # Why Karmada counts none of a resource served only through DRA (explanations end with it).
-BLIND = ("no node advertises it in status.allocatable, so the Cluster's resourceSummary has none and Karmada's "
-         "general estimator counts 0")
+BLIND = (
+    "no node advertises it in status.allocatable, so the Cluster's resourceSummary has none and Karmada's "
+    "general estimator counts 0"
+)
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,17 @@ class DraResource:
 
     def text(self) -> str:
         where = "1 node" if self.nodes == 1 else f"{self.nodes} nodes"
-        return (f"{self.devices} device(s) on {where}, {self.free} free, at most {self.largest_free} on one node, "
-                f"DeviceClass {self.device_class}")
+        return (
+            f"{self.devices} device(s) on {where}, {self.free} free, at most {self.largest_free} on one node, "
+            f"DeviceClass {self.device_class}"
+        )
 
 
 def _advertised(node: Mapping) -> Mapping[str, int]:
     try:
-        return parse_resource_list((node.get("status") or {}).get("allocatable") or None, "status.allocatable",
-                                   lambda name: True)
+        return parse_resource_list(
+            (node.get("status") or {}).get("allocatable") or None, "status.allocatable", lambda name: True
+        )
     except ResourceListError:
         return {}  # the member loader has already refused a node like this
 
@@ -93,8 +98,13 @@ ANNOTATION = "karmada-place/dra-served"
 
 
 def annotation(resources: Sequence[DraResource]) -> str:
-    return json.dumps({r.name: {"devices": r.devices, "free": r.free, "nodes": r.nodes, "deviceClass": r.device_class}
-                       for r in resources}, sort_keys=True)
+    return json.dumps(
+        {
+            r.name: {"devices": r.devices, "free": r.free, "nodes": r.nodes, "deviceClass": r.device_class}
+            for r in resources
+        },
+        sort_keys=True,
+    )
 
 
 def comment_lines(member: str, resources: Sequence[DraResource], failed: Sequence[str] = ()) -> list[str]:
@@ -104,6 +114,8 @@ def comment_lines(member: str, resources: Sequence[DraResource], failed: Sequenc
         lines.append(f"# {member} serves through DRA (devices in ResourceSlices) what its resourceSummary cannot show,")
         lines.append("# as Karmada's cluster status controller sums node allocatable only (Karmada counts 0 of these):")
         lines += [f"#   {r.name}: {r.text()}" for r in resources]
-    lines += [f"# {member}: DeviceClass {name} has a selector that cannot be evaluated: none of its devices are counted"
-              for name in sorted(failed)]
+    lines += [
+        f"# {member}: DeviceClass {name} has a selector that cannot be evaluated: none of its devices are counted"
+        for name in sorted(failed)
+    ]
     return lines

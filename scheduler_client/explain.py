@@ -10,7 +10,7 @@ Filter failures are broken down by cause (cordon, taint, nodeSelector, affinity)
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,8 +49,11 @@ def _filter_breakdown(snapshot: ClusterSnapshot, claim: NodeClaim) -> str:
         if node_class.unschedulable and not tolerates(claim.tolerations, UNSCHEDULABLE_TAINT):
             causes["cordoned"] += 1
         elif not taints_tolerated(node_class.taints, claim.tolerations):
-            bad = next(t for t in node_class.taints
-                       if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(claim.tolerations, t))
+            bad = next(
+                t
+                for t in node_class.taints
+                if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(claim.tolerations, t)
+            )
             causes[f"taint {bad.key}:{bad.effect} not tolerated"] += 1
         elif any(labels.get(k) != v for k, v in claim.node_selector):
             key, value = next((k, v) for k, v in claim.node_selector if labels.get(k) != v)
@@ -77,15 +80,19 @@ def component_blockers(snapshot: ClusterSnapshot, components: Sequence[Component
             continue
         mask = snapshot.node_mask(c.shape.claim)
         if not mask.any():
-            reasons.append(f"no node passes component {c.name}'s node filters ({_filter_breakdown(snapshot, c.shape.claim)})")
+            reasons.append(
+                f"no node passes component {c.name}'s node filters ({_filter_breakdown(snapshot, c.shape.claim)})"
+            )
             continue
         short = False
         for name, amount in c.shape.requests:
             largest = int(_free(snapshot, mask, name).max())
             if largest < amount:
                 short = True
-                reasons.append(f"no node has {human(name, amount)} free {name} for component {c.name}; "
-                               f"largest free on one node: {human(name, largest)}")
+                reasons.append(
+                    f"no node has {human(name, amount)} free {name} for component {c.name}; "
+                    f"largest free on one node: {human(name, largest)}"
+                )
         if short:
             continue
         if int(snapshot.available[mask, 0].max()) < 1:
@@ -95,8 +102,10 @@ def component_blockers(snapshot: ClusterSnapshot, components: Sequence[Component
         if int(fit.sum()) < c.replicas:
             names = np.asarray(snapshot.node_names, dtype=object)[mask]
             holders = ", ".join(f"{n}: {int(f)}" for n, f in zip(names, fit) if f > 0)
-            reasons.append(f"component {c.name} needs {c.replicas} replicas at once; the nodes it may use fit "
-                           f"{int(fit.sum())} ({holders})")
+            reasons.append(
+                f"component {c.name} needs {c.replicas} replicas at once; the nodes it may use fit "
+                f"{int(fit.sum())} ({holders})"
+            )
     if reasons:
         return reasons
     union = np.zeros(snapshot.num_nodes, dtype=bool)
@@ -104,12 +113,15 @@ def component_blockers(snapshot: ClusterSnapshot, components: Sequence[Component
         union |= snapshot.node_mask(c.shape.claim)
     pods = sum(c.replicas for c in components)
     if int(snapshot.available[union, 0].sum()) < pods:
-        reasons.append(f"one set is {pods} pods; the nodes its components may use have "
-                       f"{int(snapshot.available[union, 0].sum())} free pod slots in total")
+        reasons.append(
+            f"one set is {pods} pods; the nodes its components may use have "
+            f"{int(snapshot.available[union, 0].sum())} free pod slots in total"
+        )
     for name, need in sorted(set_demand(components).items()):
         total = int(_free(snapshot, union, name).sum())
         if total < need:
-            reasons.append(f"one set needs {human(name, need)} {name}; the nodes its components may use have "
-                           f"{human(name, total)} free in total")
+            reasons.append(
+                f"one set needs {human(name, need)} {name}; the nodes its components may use have "
+                f"{human(name, total)} free in total"
+            )
     return reasons
-

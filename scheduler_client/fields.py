@@ -7,7 +7,8 @@ file kind was wrong, while the checks and their wording stay the same everywhere
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class FieldError(ValueError):

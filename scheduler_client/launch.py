@@ -20,9 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -94,9 +94,23 @@ class LocalEstimator:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "estimator", "--cluster-name", self.member, "--packing", self.packing,
-               "--server-port", str(self.port), "--server-bind-address", "127.0.0.1",
-               "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--metrics-bind-address", "0"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "estimator",
+            "--cluster-name",
+            self.member,
+            "--packing",
+            self.packing,
+            "--server-port",
+            str(self.port),
+            "--server-bind-address",
+            "127.0.0.1",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.probe_port}",
+            "--metrics-bind-address",
+            "0",
+        ]
         for path in self.snapshots:
             cmd += ["--objects", str(path)]
         return cmd + list(self.extra_args)
@@ -109,8 +123,12 @@ class LocalEstimator:
             pid = fork_estimator(command[3:], None if log_file is None else log_file.fileno())
             self.process = ForkedProcess(pid, command)
             return
-        self.process = subprocess.Popen(self.command(), stdout=log_file or subprocess.DEVNULL,
-                                        stderr=log_file or subprocess.DEVNULL, env=os.environ.copy())
+        self.process = subprocess.Popen(
+            self.command(),
+            stdout=log_file or subprocess.DEVNULL,
+            stderr=log_file or subprocess.DEVNULL,
+            env=os.environ.copy(),
+        )
 
     def serving(self) -> bool:
         with grpc.insecure_channel(self.address) as channel:
@@ -131,8 +149,9 @@ class LocalEstimator:
             return self.process.wait()
 
 
-def wait_serving(estimators: Sequence[LocalEstimator], timeout: float = 120.0, progress=None,
-                 progress_every: float = 15.0) -> None:
+def wait_serving(
+    estimators: Sequence[LocalEstimator], timeout: float = 120.0, progress=None, progress_every: float = 15.0
+) -> None:
     """Block until every estimator serves; raise naming the ones that died or never got ready.
 
     A process that exits fails the wait at once, so `timeout` only bounds a live process that

@@ -17,8 +17,8 @@ which no Cluster status shows. A `Member` is what Karmada's room reads as a memb
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from estimator.api import ClusterSnapshot, Taint
 from scheduler_client import karmada
@@ -64,8 +64,9 @@ class Member:
     dra_failed_classes: frozenset[str] = frozenset()
 
 
-def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[str, MemberSnapshot],
-                  modeling_enabled: bool = True) -> list[Member]:
+def build_members(
+    cluster_objects: Sequence[ClusterObject], snapshots: Mapping[str, MemberSnapshot], modeling_enabled: bool = True
+) -> list[Member]:
     """Members in order: Cluster objects first (file order), then snapshot-only members."""
     by_name = {c.name: c for c in cluster_objects}
     names = [c.name for c in cluster_objects] + [n for n in snapshots if n not in by_name]
@@ -87,21 +88,23 @@ def build_members(cluster_objects: Sequence[ClusterObject], snapshots: Mapping[s
                     counts = karmada.allocatable_modelings(models, snap.nodes, snap.pods)
                 except ModelError:
                     counts = None  # the controller logs and records no modelings
-        members.append(Member(
-            name=name,
-            labels=dict(obj.labels) if obj else {},
-            provider=obj.provider if obj else "",
-            region=obj.region if obj else "",
-            zones=obj.zones if obj else (),
-            taints=obj.taints if obj else (),
-            api_enablements=obj.api_enablements if obj else None,
-            summary=summary,
-            summary_source=source,
-            models=models,
-            models_source=models_source,
-            grade_counts=counts,
-            snapshot=snap.snapshot if snap else None,
-            dra=snap.dra if snap else (),
-            dra_failed_classes=snap.dra_failed_classes if snap else frozenset(),
-        ))
+        members.append(
+            Member(
+                name=name,
+                labels=dict(obj.labels) if obj else {},
+                provider=obj.provider if obj else "",
+                region=obj.region if obj else "",
+                zones=obj.zones if obj else (),
+                taints=obj.taints if obj else (),
+                api_enablements=obj.api_enablements if obj else None,
+                summary=summary,
+                summary_source=source,
+                models=models,
+                models_source=models_source,
+                grade_counts=counts,
+                snapshot=snap.snapshot if snap else None,
+                dra=snap.dra if snap else (),
+                dra_failed_classes=snap.dra_failed_classes if snap else frozenset(),
+            )
+        )
     return members

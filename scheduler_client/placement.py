@@ -34,8 +34,8 @@ SchedulingOvercommitProtection is on; with the gate off Karmada ignores them, an
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 from estimator.api import AssumedWorkload, ComponentSetsQuery
 from scheduler_client import dra, explain, karmada
@@ -147,14 +147,17 @@ def _accurate_estimate(name: str, answers: Mapping[str, Answer], options: Option
     if answer.value == UNKNOWN:
         return Estimate(UNKNOWN, answer.reason or "the estimator answered -1 (unknown)")
     where = options.accurate_addresses.get(name, "")
-    return Estimate(answer.value, "scheduler-estimator" + (f" at {where}" if where else "")
-                    + f", answered in {answer.seconds * 1000:.0f} ms")
+    return Estimate(
+        answer.value,
+        "scheduler-estimator" + (f" at {where}" if where else "") + f", answered in {answer.seconds * 1000:.0f} ms",
+    )
 
 
 def _filters(member: Member, job: Job, placement: Placement) -> dict[str, str]:
     rejected = {}
-    common = (karmada.api_rejects(member, job.api_version, job.kind)
-              or karmada.taints_reject(member, placement.cluster_tolerations))
+    common = karmada.api_rejects(member, job.api_version, job.kind) or karmada.taints_reject(
+        member, placement.cluster_tolerations
+    )
     if common:
         rejected["*"] = common
     for term in placement.affinity_terms:
@@ -181,9 +184,15 @@ def choose(candidates: Sequence[Candidate], strategy: str = KARMADA) -> Candidat
     return karmada_order(fitting)[0]
 
 
-def evaluate(job: Job, members: Sequence[Member], placement: Placement, options: Options,
-             ask_accurate: AskAccurate | None = None, karmada_job: Job | None = None,
-             assumed: InFlightByMember | None = None) -> PlacementResult:
+def evaluate(
+    job: Job,
+    members: Sequence[Member],
+    placement: Placement,
+    options: Options,
+    ask_accurate: AskAccurate | None = None,
+    karmada_job: Job | None = None,
+    assumed: InFlightByMember | None = None,
+) -> PlacementResult:
     """`karmada_job`: the job as Karmada's own interpreter reads it, when that differs from `job`
     (Karmada's outcome is computed for it, its estimators asked with its components).
     `assumed`: per member, in-flight workloads (deducted only with SchedulingOvercommitProtection).
@@ -220,23 +229,40 @@ def evaluate(job: Job, members: Sequence[Member], placement: Placement, options:
             selected, targets = None, ()
 
     results = _member_results(rows, {t.name for t in targets}, chosen_term, doubt, outcome, options, compatible)
-    warnings = (job_warnings(job, placement, rows, selected, options.policy_given, options.karmada_compatible)
-                + karmada_warnings(assumed, honoured, outcome, options.karmada_compatible))
-    return PlacementResult(job, placement, tuple(results), selected, chosen_term, options.strategy,
-                           tuple(warnings), targets, outcome, compatible, components, undecided=doubt)
+    warnings = job_warnings(
+        job, placement, rows, selected, options.policy_given, options.karmada_compatible
+    ) + karmada_warnings(assumed, honoured, outcome, options.karmada_compatible)
+    return PlacementResult(
+        job,
+        placement,
+        tuple(results),
+        selected,
+        chosen_term,
+        options.strategy,
+        tuple(warnings),
+        targets,
+        outcome,
+        compatible,
+        components,
+        undecided=doubt,
+    )
 
 
-def _to_ask(members: Sequence[Member], filters: Mapping[str, Mapping[str, str]], placement: Placement,
-            options: Options) -> list[str]:
+def _to_ask(
+    members: Sequence[Member], filters: Mapping[str, Mapping[str, str]], placement: Placement, options: Options
+) -> list[str]:
     """The members to ask their accurate estimator: those with one that some affinity term allows."""
-    allowed_somewhere = [m.name for m in members
-                         if "*" not in filters[m.name]
-                         and any(t.name not in filters[m.name] for t in placement.affinity_terms)]
+    allowed_somewhere = [
+        m.name
+        for m in members
+        if "*" not in filters[m.name] and any(t.name not in filters[m.name] for t in placement.affinity_terms)
+    ]
     return [name for name in allowed_somewhere if name in options.accurate_members]
 
 
-def _ask(ask_accurate: AskAccurate | None, names: Sequence[str], flights: InFlightByMember,
-         job: Job) -> Mapping[str, Answer]:
+def _ask(
+    ask_accurate: AskAccurate | None, names: Sequence[str], flights: InFlightByMember, job: Job
+) -> Mapping[str, Answer]:
     """Step 2's only I/O: the accurate estimators of `names`, asked about `job` under one deadline,
     with each member's in-flight workloads when some member has any."""
     query = ComponentSetsQuery(job.components, job.namespace)
@@ -247,8 +273,15 @@ def _ask(ask_accurate: AskAccurate | None, names: Sequence[str], flights: InFlig
     return ask_accurate(names, query, job.object_key)
 
 
-def _rows(job: Job, members: Sequence[Member], options: Options, filters: Mapping[str, dict[str, str]],
-          asked: Sequence[str], answers: Mapping[str, Answer], flights: InFlightByMember) -> list[Row]:
+def _rows(
+    job: Job,
+    members: Sequence[Member],
+    options: Options,
+    filters: Mapping[str, dict[str, str]],
+    asked: Sequence[str],
+    answers: Mapping[str, Answer],
+    flights: InFlightByMember,
+) -> list[Row]:
     """Steps 2 and 3: per member, every estimator's answer, their minimum, and what its own
     snapshot and DRA devices show."""
     modeling = options.gates.get(RESOURCE_MODELING, True)
@@ -257,16 +290,31 @@ def _rows(job: Job, members: Sequence[Member], options: Options, filters: Mappin
     for m in members:
         here = flights.get(m.name, ())
         estimates = {
-            GENERAL: _after(summary_sets(m.summary.with_assumed(here) if m.summary else None, job.components,
-                                         options.karmada_compatible), here),
+            GENERAL: _after(
+                summary_sets(
+                    m.summary.with_assumed(here) if m.summary else None, job.components, options.karmada_compatible
+                ),
+                here,
+            ),
             MODELS: model_sets(m.models, m.grade_counts, job.components, options.karmada_compatible, here)
-            if modeling else Estimate(None, f"{RESOURCE_MODELING} is off"),
+            if modeling
+            else Estimate(None, f"{RESOURCE_MODELING} is off"),
             ACCURATE: _after(_accurate_estimate(m.name, answers, options, m.name in asked), here),
         }
         merged = merge({name: e.value for name, e in estimates.items()})
         blockers = tuple(explain.component_blockers(m.snapshot, job.components)) if m.snapshot is not None else ()
-        rows.append(Row(m, estimates, merged.sets, merged.deciding, filters[m.name], blockers,
-                        dra.member_blind(m, requested), answers.get(m.name)))
+        rows.append(
+            Row(
+                m,
+                estimates,
+                merged.sets,
+                merged.deciding,
+                filters[m.name],
+                blockers,
+                dra.member_blind(m, requested),
+                answers.get(m.name),
+            )
+        )
     return rows
 
 
@@ -274,22 +322,38 @@ def _recommend(rows: Sequence[Row], placement: Placement, strategy: str) -> tupl
     """Step 4: (this tool's member or None, the affinity term that decided): the first term with a
     member to choose; a term's overflow groups rank after its primary group."""
     for term in placement.affinity_terms:
-        candidates = [Candidate(r.member.name, r.sets, _eligible(r, term.name), overflow_order(term, r.member) or 0)
-                      for r in rows]
+        candidates = [
+            Candidate(r.member.name, r.sets, _eligible(r, term.name), overflow_order(term, r.member) or 0) for r in rows
+        ]
         winner = choose(candidates, strategy)
         if winner is not None:
             return winner.name, term.name
     return None, placement.affinity_terms[0].name
 
 
-def _karmada_outcome(job: Job, members: Sequence[Member], placement: Placement, options: Options,
-                     answers: Mapping[str, Answer], flights: InFlightByMember) -> KarmadaOutcome:
+def _karmada_outcome(
+    job: Job,
+    members: Sequence[Member],
+    placement: Placement,
+    options: Options,
+    answers: Mapping[str, Answer],
+    flights: InFlightByMember,
+) -> KarmadaOutcome:
     """Step 5: what Karmada's scheduler does, with the accurate answers as its client got them."""
-    replies = {name: AccurateReply(None if answer.failed else answer.value, answer.reason)
-               for name, answer in answers.items()}
-    return karmada.outcome(KarmadaInput(job, members, placement, options.gates,
-                                        accurate_enabled=bool(options.accurate_members), accurate=replies,
-                                        assumed=flights))
+    replies = {
+        name: AccurateReply(None if answer.failed else answer.value, answer.reason) for name, answer in answers.items()
+    }
+    return karmada.outcome(
+        KarmadaInput(
+            job,
+            members,
+            placement,
+            options.gates,
+            accurate_enabled=bool(options.accurate_members),
+            accurate=replies,
+            assumed=flights,
+        )
+    )
 
 
 def _count_as_karmada(rows: Sequence[Row], outcome: KarmadaOutcome) -> None:
@@ -302,34 +366,49 @@ def _count_as_karmada(rows: Sequence[Row], outcome: KarmadaOutcome) -> None:
             row.sets = outcome.sets.get(row.member.name, row.sets)
 
 
-def _member_results(rows: Sequence[Row], chosen: set[str], term: str, doubt: Doubt | None,
-                    outcome: KarmadaOutcome, options: Options, compatible: bool) -> list[MemberResult]:
+def _member_results(
+    rows: Sequence[Row],
+    chosen: set[str],
+    term: str,
+    doubt: Doubt | None,
+    outcome: KarmadaOutcome,
+    options: Options,
+    compatible: bool,
+) -> list[MemberResult]:
     """Step 6: per member, in Karmada's order, its verdict and the reasons for it."""
     rows_by_name = {r.member.name: r for r in rows}
     results = []
     for candidate in karmada_order([Candidate(r.member.name, r.sets, True) for r in rows]):
         row = rows_by_name[candidate.name]
-        eligible = _eligible(row, term) if not compatible else \
-            row.filter_reason(term) is None and row.sets != UNKNOWN
+        eligible = _eligible(row, term) if not compatible else row.filter_reason(term) is None and row.sets != UNKNOWN
         verdict = member_verdict(row, chosen, term, doubt, compatible)
         why = reasons(row, verdict, term, tightest=options.strategy != KARMADA)
         if compatible and verdict == CHOSEN:
-            counted = f"{row.sets} set(s) as Karmada counts them" if outcome.ranked_by == RANK_SETS else \
-                f"Karmada ranked members by {outcome.ranked_by}, not by sets"
-            why = (f"Karmada's target: {counted}; "
-                   + ("; ".join(p.text for p in outcome.paths) or "first in (score, available sets, name) order "
-                      "among members with at least one set"),) + why[1:]
-        results.append(MemberResult(
-            name=row.member.name,
-            estimates={name: e.value for name, e in row.estimates.items()},
-            estimate_reasons={name: e.reason for name, e in row.estimates.items()},
-            sets=row.sets,
-            eligible=row.member.name in chosen if compatible else eligible and row.sets >= 1,
-            verdict=verdict,
-            reasons=why,
-            accurate_bound=row.answer.bound if row.answer is not None else None,
-            accurate_proven_optimal=row.answer.proven_optimal if row.answer is not None else None,
-        ))
+            counted = (
+                f"{row.sets} set(s) as Karmada counts them"
+                if outcome.ranked_by == RANK_SETS
+                else f"Karmada ranked members by {outcome.ranked_by}, not by sets"
+            )
+            why = (
+                f"Karmada's target: {counted}; "
+                + (
+                    "; ".join(p.text for p in outcome.paths)
+                    or "first in (score, available sets, name) order among members with at least one set"
+                ),
+            ) + why[1:]
+        results.append(
+            MemberResult(
+                name=row.member.name,
+                estimates={name: e.value for name, e in row.estimates.items()},
+                estimate_reasons={name: e.reason for name, e in row.estimates.items()},
+                sets=row.sets,
+                eligible=row.member.name in chosen if compatible else eligible and row.sets >= 1,
+                verdict=verdict,
+                reasons=why,
+                accurate_bound=row.answer.bound if row.answer is not None else None,
+                accurate_proven_optimal=row.answer.proven_optimal if row.answer is not None else None,
+            )
+        )
     return results
 
 
@@ -354,8 +433,14 @@ def _doubt(row: Row, requested: frozenset[str], options: Options) -> Doubt | Non
     if not unjudged:
         return None
     address = options.accurate_addresses.get(row.member.name, "")
-    return Doubt(row.member.name, "" if address == "(none)" else address, accurate.reason, tuple(sorted(unjudged)),
-                 row.sets, row.deciding)
+    return Doubt(
+        row.member.name,
+        "" if address == "(none)" else address,
+        accurate.reason,
+        tuple(sorted(unjudged)),
+        row.sets,
+        row.deciding,
+    )
 
 
 def _after(estimate: Estimate, flights: Sequence[AssumedWorkload]) -> Estimate:
@@ -370,7 +455,9 @@ def _drop_accurate(row: Row) -> None:
     accurate = row.estimates[ACCURATE]
     if accurate.value is None:
         return
-    row.estimates[ACCURATE] = Estimate(accurate.value, f"{accurate.reason}; dropped by Karmada for every member "
-                                                       "because the accurate call failed somewhere (path c)")
+    row.estimates[ACCURATE] = Estimate(
+        accurate.value,
+        f"{accurate.reason}; dropped by Karmada for every member because the accurate call failed somewhere (path c)",
+    )
     merged = merge({name: e.value for name, e in row.estimates.items() if name != ACCURATE})
     row.sets, row.deciding = merged.sets, merged.deciding

@@ -58,8 +58,10 @@ def _component_json(component: Component) -> dict[str, Any]:
     if shape.claim.node_selector:
         out["nodeSelector"] = dict(shape.claim.node_selector)
     if shape.claim.tolerations:
-        out["tolerations"] = [{k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value),
-                                                 ("effect", t.effect)) if v} for t in shape.claim.tolerations]
+        out["tolerations"] = [
+            {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)) if v}
+            for t in shape.claim.tolerations
+        ]
     if shape.claim.affinity_terms is not None:
         out["requiredNodeAffinityTerms"] = len(shape.claim.affinity_terms)
     if shape.priority_class:
@@ -91,8 +93,16 @@ def karmada_json(k: KarmadaOutcome) -> dict[str, Any]:
 
 
 def doubt_json(d: Doubt) -> dict[str, Any]:
-    return {"member": d.member, "estimator": d.estimator or None, "reason": d.why, "unknown": d.unknown(),
-            "resources": list(d.resources), "sets": d.sets, "countedBy": list(d.counted_by), "text": d.text()}
+    return {
+        "member": d.member,
+        "estimator": d.estimator or None,
+        "reason": d.why,
+        "unknown": d.unknown(),
+        "resources": list(d.resources),
+        "sets": d.sets,
+        "countedBy": list(d.counted_by),
+        "text": d.text(),
+    }
 
 
 def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -173,8 +183,10 @@ def control_plane_lines(control_plane: dict[str, Any] | None) -> list[str]:
         return []
     lines = [f"control plane: {control_plane['server']}"]
     if control_plane["policy"]:
-        lines.append(f"  policy: {control_plane['policy']} selects the job (of {control_plane['policiesRead']} read), "
-                     "as Karmada's resource detector picks it")
+        lines.append(
+            f"  policy: {control_plane['policy']} selects the job (of {control_plane['policiesRead']} read), "
+            "as Karmada's resource detector picks it"
+        )
     else:
         lines.append("  policy: the --policy file (the control plane's policies were not read)")
     for name, est in control_plane["estimators"].items():
@@ -190,11 +202,15 @@ def control_plane_lines(control_plane: dict[str, Any] | None) -> list[str]:
 def to_table(result: PlacementResult, control_plane: dict[str, Any] | None = None) -> str:
     job = result.job
     lines = control_plane_lines(control_plane)
-    lines += [f"{job.kind} {job.namespace}/{job.name}: one set = {set_text(job.components)}",
-              f"policy: {result.placement.describe()}", ""]
+    lines += [
+        f"{job.kind} {job.namespace}/{job.name}: one set = {set_text(job.components)}",
+        f"policy: {result.placement.describe()}",
+        "",
+    ]
     rows = [("member", *ESTIMATORS, "sets", "verdict")]
-    rows += [(m.name, *(_mark(m.estimates[name]) for name in ESTIMATORS), _mark(m.sets), m.verdict)
-             for m in result.members]
+    rows += [
+        (m.name, *(_mark(m.estimates[name]) for name in ESTIMATORS), _mark(m.sets), m.verdict) for m in result.members
+    ]
     lines += columns(rows)
     lines.append(f"  ({UNKNOWN_MARK} = the estimator answered -1, unknown; {NOT_ASKED_MARK} = not asked)")
     lines.append("")
@@ -211,20 +227,29 @@ def to_table(result: PlacementResult, control_plane: dict[str, Any] | None = Non
     elif result.undecided:
         d = result.undecided
         where = f" at {d.estimator}" if d.estimator else ""
-        lines += [f"selected: undecided - {d.member} would be chosen ({d.sets} set(s) by {', '.join(d.counted_by)}), "
-                  "but the answer that decides it is unknown",
-                  f"  {d.member}: its accurate estimator{where} gave no answer: {d.why}",
-                  f"  unknown: {d.unknown()}"]
+        lines += [
+            f"selected: undecided - {d.member} would be chosen ({d.sets} set(s) by {', '.join(d.counted_by)}), "
+            "but the answer that decides it is unknown",
+            f"  {d.member}: its accurate estimator{where} gave no answer: {d.why}",
+            f"  unknown: {d.unknown()}",
+        ]
     else:
-        lines.append(f"selected: {result.selected}{term}" if result.selected else
-                     "selected: none - no member can host one complete set")
+        lines.append(
+            f"selected: {result.selected}{term}"
+            if result.selected
+            else "selected: none - no member can host one complete set"
+        )
     written = [t for t in result.targets if t.components]
     if written:
-        lines.append(f"components: {components_text(written[0].components)} on "
-                     f"{', '.join(t.name for t in written)} (spec.clusters[].components, as Karmada v1.19 writes them)")
+        lines.append(
+            f"components: {components_text(written[0].components)} on "
+            f"{', '.join(t.name for t in written)} (spec.clusters[].components, as Karmada v1.19 writes them)"
+        )
     elif result.karmada_compatible and result.targets:
-        lines.append("components: none written (Karmada v1.19 writes them only with MultiplePodTemplatesScheduling "
-                     "on, several components and a cluster spread 1..1)")
+        lines.append(
+            "components: none written (Karmada v1.19 writes them only with MultiplePodTemplatesScheduling "
+            "on, several components and a cluster spread 1..1)"
+        )
     lines += karmada_lines(result)
     if result.warnings:
         lines.append("warnings:")

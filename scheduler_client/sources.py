@@ -6,8 +6,9 @@ Every problem is an InputError naming the file and, where there is one, the fiel
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import ObjectFileError, StateLoadError, count_dra_devices, load_object_files, read_objects
 from scheduler_client.bindings import BindingError, InFlight, in_flight
@@ -53,8 +54,12 @@ def load_job(path: str | Path, karmada_compatible: bool = False) -> Job:
         first = documents[0]
         kind = first.get("kind") if isinstance(first, Mapping) else None
         api = first.get("apiVersion") if isinstance(first, Mapping) else None
-        raise InputError(path, "kind", f"unsupported job kind {kind or '<none>'} ({api or 'no apiVersion'}); "
-                                       f"supported: {', '.join(supported_kinds())}")
+        raise InputError(
+            path,
+            "kind",
+            f"unsupported job kind {kind or '<none>'} ({api or 'no apiVersion'}); "
+            f"supported: {', '.join(supported_kinds())}",
+        )
     try:
         return interpret(job, [d for d in documents if d is not job], karmada_compatible)
     except InterpretError as error:
@@ -113,8 +118,9 @@ def load_in_flight(paths: Sequence[str | Path], now, exclude: frozenset[str] = f
             try:
                 out.extend(in_flight([document], now, exclude, as_given=True))
             except BindingError as error:
-                raise InputError(path, f"ResourceBinding {meta.get('namespace')}/{meta.get('name')}: {error.field}",
-                                 error.message) from None
+                raise InputError(
+                    path, f"ResourceBinding {meta.get('namespace')}/{meta.get('name')}: {error.field}", error.message
+                ) from None
     return out
 
 

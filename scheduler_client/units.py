@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from estimator.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_hugepages, uses_milli_units
 

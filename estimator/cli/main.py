@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from estimator.cli import options
 from estimator.core.errors import StateLoadError
@@ -64,35 +65,41 @@ def cluster_state(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error("live clusters (--kubeconfig/--master/in-cluster) are not available in this build; use --objects")
     try:
         # Neither --kubeconfig nor --master: the in-cluster service account, as client-go does.
-        return WatchClusterState(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
-                                 burst=args.kube_api_burst)
+        return WatchClusterState(
+            kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps, burst=args.kube_api_burst
+        )
     except KubeConfigError as error:
         raise StateLoadError(str(error)) from None  # main() logs it and exits 2
 
 
-def log_startup_notes(args: argparse.Namespace, gates: FeatureGates, log_options: LogOptions,
-                      given: set[str]) -> None:
+def log_startup_notes(args: argparse.Namespace, gates: FeatureGates, log_options: LogOptions, given: set[str]) -> None:
     """Once at start: what each Go-only flag that was given does here."""
     if "snapshot" in given:
         log.warning("--snapshot is deprecated: use --objects (same meaning)")
     for gate in options.BEHAVIOUR_GATES:
         if not gates.enabled(gate):
             if gate in gates.explicit or "AllAlpha" in gates.explicit:
-                log.warning("feature gate %s is off, not honoured: this estimator always behaves as if it were on",
-                            gate)
-    other = sorted(g for g in gates.explicit
-                   if g not in options.BEHAVIOUR_GATES and g not in ("AllAlpha", "AllBeta")
-                   and not g.startswith("Logging"))
+                log.warning(
+                    "feature gate %s is off, not honoured: this estimator always behaves as if it were on", gate
+                )
+    other = sorted(
+        g
+        for g in gates.explicit
+        if g not in options.BEHAVIOUR_GATES and g not in ("AllAlpha", "AllBeta") and not g.startswith("Logging")
+    )
     if other:
         log.info("feature gates %s concern other Karmada components; accepted, no effect here", ", ".join(other))
     if args.enable_pprof:
-        log.info("--enable-pprof: Go's pprof has no Python equivalent; "
-                 "nothing is served on --profiling-bind-address %s", args.profiling_bind_address)
+        log.info(
+            "--enable-pprof: Go's pprof has no Python equivalent; nothing is served on --profiling-bind-address %s",
+            args.profiling_bind_address,
+        )
     if "log-flush-frequency" in given:
         log.info("--log-flush-frequency: every log line is written at once here; the setting has no effect")
     if log_options.info_buffer_size:
-        log.info("--log-%s-info-buffer-size: log lines are not buffered here; the setting has no effect",
-                 log_options.format)
+        log.info(
+            "--log-%s-info-buffer-size: log lines are not buffered here; the setting has no effect", log_options.format
+        )
     if log_options.format == "json" and not log_options.logtostderr:
         log.info("--logtostderr=false: as in Karmada, klog's file output applies to the text format only")
     for name in ("skip-log-headers", "one-output"):

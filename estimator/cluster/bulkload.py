@@ -24,7 +24,11 @@ from estimator.core.model import HOSTNAME_LABEL, TERMINAL_POD_PHASES, NodeClass,
 from estimator.core.podrequests import simple_requests
 from estimator.core.records import PodRecord, node_allocatable, zone_key
 from estimator.core.resources import (
-    MAX_INT64, QuantityError, ResourceListError, is_counted, quantity_to_int,
+    MAX_INT64,
+    QuantityError,
+    ResourceListError,
+    is_counted,
+    quantity_to_int,
 )
 
 _NOT_COUNTED: dict[str, int] = {}  # (empty: its look-ups miss, and _amount answers -1)
@@ -153,8 +157,11 @@ class BulkLoader:
         """Apply `obj` (a dict of kind Node) if it is a new node with plain fields, exactly as
         records.parse_node and ClusterCache.apply would; False leaves it untouched."""
         meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
-        if type(meta) is not dict or (spec is not None and type(spec) is not dict) \
-                or (status is not None and type(status) is not dict):
+        if (
+            type(meta) is not dict
+            or (spec is not None and type(spec) is not dict)
+            or (status is not None and type(status) is not dict)
+        ):
             return False
         name, labels = meta.get("name"), meta.get("labels")
         if type(name) is not str or not name:

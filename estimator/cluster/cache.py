@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from estimator.cluster.devicestate import KINDS as DEVICE_KINDS, DeviceState
+from estimator.cluster.devicestate import KINDS as DEVICE_KINDS
+from estimator.cluster.devicestate import DeviceState
 from estimator.cluster.nodetree import NodeTree
 from estimator.core.model import NodeClass
 from estimator.core.records import KINDS, ParsedNode, PodRecord, record_key
@@ -51,7 +53,12 @@ from estimator.core.resources import MAX_INT64, PODS
 from estimator.core.snapshot import ClusterSnapshot, QuotaRecord
 from estimator.core.workloads import UnschedulablePod, WorkloadState
 
-__all__ = ["BulkWriter", "ClusterCache", "ExportedState", "KINDS"]  # KINDS: the kinds a cache holds, also imported from here
+__all__ = [
+    "BulkWriter",
+    "ClusterCache",
+    "ExportedState",
+    "KINDS",
+]  # KINDS: the kinds a cache holds, also imported from here
 
 _INITIAL_ROWS = 64
 _INITIAL_COLUMNS = 8
@@ -143,7 +150,9 @@ class ClusterCache:
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
-        self._devices = DeviceState(device_matcher) if device_matcher else DeviceState()  # DRA objects; their counts join the snapshot's columns
+        self._devices = (
+            DeviceState(device_matcher) if device_matcher else DeviceState()
+        )  # DRA objects; their counts join the snapshot's columns
         self._device_overlay: tuple | None = None  # (order, devices version, overlay) see _with_devices
         # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
         self._excess: dict[tuple[int, int], int] = {}
@@ -234,8 +243,9 @@ class ClusterCache:
     def _apply_node(self, node: ParsedNode) -> bool:
         return self._set_node(node.name, node.allocatable, node.node_class, node.hostname, node.zone)
 
-    def _set_node(self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None,
-                  zone: str) -> bool:
+    def _set_node(
+        self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None, zone: str
+    ) -> bool:
         row = self._row(name)
         columns = [(self._column(resource), amount) for resource, amount in allocatable.items()]
         values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
@@ -439,18 +449,32 @@ class ClusterCache:
             if state is not None:
                 row_zone[row] = zones.setdefault(state.zone, len(zones))
         return ExportedState(
-            version=self._version, columns=list(self._column_names),
-            allocatable=self._allocatable, requested=self._requested, row_class=self._row_class,
-            next_row=rows, free_rows=list(self._free_rows),
-            row_names=self._row_names[:rows].tolist(), row_hostnames=self._row_hostnames[:rows].tolist(),
-            row_zone=row_zone, zones=list(zones), tree=self._tree.rows_by_zone(),
-            classes=list(self._classes), class_refs=list(self._class_refs),
-            free_class_ids=list(self._free_class_ids), excess=dict(self._excess), pods=self._pods,
+            version=self._version,
+            columns=list(self._column_names),
+            allocatable=self._allocatable,
+            requested=self._requested,
+            row_class=self._row_class,
+            next_row=rows,
+            free_rows=list(self._free_rows),
+            row_names=self._row_names[:rows].tolist(),
+            row_hostnames=self._row_hostnames[:rows].tolist(),
+            row_zone=row_zone,
+            zones=list(zones),
+            tree=self._tree.rows_by_zone(),
+            classes=list(self._classes),
+            class_refs=list(self._class_refs),
+            free_class_ids=list(self._free_class_ids),
+            excess=dict(self._excess),
+            pods=self._pods,
         )
 
     @classmethod
-    def restore(cls, state: ExportedState, records: Iterable[tuple[str, Any]] = (),
-                unschedulable: Iterable[tuple[str, str, UnschedulablePod | None]] = ()) -> ClusterCache:
+    def restore(
+        cls,
+        state: ExportedState,
+        records: Iterable[tuple[str, Any]] = (),
+        unschedulable: Iterable[tuple[str, str, UnschedulablePod | None]] = (),
+    ) -> ClusterCache:
         """The cache `export()` described (ValueError if its parts do not fit together), then
         `records` ((kind, record) of the kinds export() does not hold: quotas, workloads,
         DRA objects) applied in order, and the unschedulable pods set ((namespace, name,
@@ -458,9 +482,15 @@ class ClusterCache:
         cache = cls()
         rows, allocatable, requested = state.next_row, state.allocatable, state.requested
         capacity = len(allocatable)
-        if (allocatable.dtype != np.int64 or requested.shape != allocatable.shape or allocatable.ndim != 2
-                or not rows <= capacity or len(state.columns) > allocatable.shape[1]
-                or state.row_class.shape != (capacity,) or state.row_zone.shape != (rows,)):
+        if (
+            allocatable.dtype != np.int64
+            or requested.shape != allocatable.shape
+            or allocatable.ndim != 2
+            or not rows <= capacity
+            or len(state.columns) > allocatable.shape[1]
+            or state.row_class.shape != (capacity,)
+            or state.row_zone.shape != (rows,)
+        ):
             raise ValueError("array shapes do not fit together")
         if len(state.row_names) != rows or len(state.row_hostnames) != rows:
             raise ValueError("row tables do not fit the arrays")
@@ -611,7 +641,6 @@ class ClusterCache:
             _positions=self._positions,
         )
 
-
     def _with_devices(self, allocatable: np.ndarray, available: np.ndarray, names: tuple[str, ...]):
         """The columns with DRA-served resources added (see estimator.core.devices): on a node
         whose allocatable has none of a served resource, its devices of the class, less those
@@ -717,8 +746,9 @@ class BulkWriter:
         self._amounts += amounts
         return True
 
-    def node(self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None,
-             zone: str) -> bool:
+    def node(
+        self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None, zone: str
+    ) -> bool:
         """Apply a node the cache has no row for, given as records.ParsedNode's fields (False
         for one it has: a Node listed twice, or pods bound to it came first)."""
         cache = self._cache
@@ -739,8 +769,9 @@ class BulkWriter:
             requested = cache._requested
             np.add.at(requested[:, 0], rows, 1)
             sizes = np.fromiter(map(len, self._amounts), dtype=np.int64, count=len(self._amounts))
-            flat = np.fromiter(chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64,
-                               count=2 * int(sizes.sum())).reshape(-1, 2)
+            flat = np.fromiter(
+                chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64, count=2 * int(sizes.sum())
+            ).reshape(-1, 2)
             if len(flat):
                 # No cell can come near int64 if the whole batch and the largest cell cannot;
                 # otherwise every sum is made exactly, in Python, as the per-record path does.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from estimator.core.devices import (
     ClaimRecord,
@@ -41,8 +41,9 @@ def cel_matches(cls: DeviceClassRecord, driver: str, device: Device) -> bool | N
     try:
         return all(cel.compile_selector(expression).matches(view) for expression in cls.selectors)
     except cel.SelectorError as error:
-        log.warning("DeviceClass %r: a selector cannot be evaluated, so no node's devices count for it: %s",
-                    cls.name, error)
+        log.warning(
+            "DeviceClass %r: a selector cannot be evaluated, so no node's devices count for it: %s", cls.name, error
+        )
         return None
 
 
@@ -171,9 +172,13 @@ class DeviceState:
 
     def aliases(self) -> dict[str, str]:
         """Implicit name -> extendedResourceName, for the classes that declare one (and serve it)."""
-        return {name: cls.extended_resource for name, cls in self._served.items()
-                if cls.extended_resource and name != cls.extended_resource
-                and self._served.get(cls.extended_resource) is cls}
+        return {
+            name: cls.extended_resource
+            for name, cls in self._served.items()
+            if cls.extended_resource
+            and name != cls.extended_resource
+            and self._served.get(cls.extended_resource) is cls
+        }
 
     def keys(self, kind: str) -> set:
         return set({"DeviceClass": self.classes, "ResourceSlice": self.slices, "ResourceClaim": self.claims}[kind])
@@ -189,8 +194,13 @@ class DeviceState:
     def _recount(self, node: str) -> None:
         slices = [self.slices[n] for n in self._by_node.get(node, ())]
         shared: dict[frozenset[str], int] = {}
-        counts = node_counts(slices, self._served, self._complete, self._allocated, self._verdict,
-                             self.failed_classes, shared) if self._served else {}
+        counts = (
+            node_counts(
+                slices, self._served, self._complete, self._allocated, self._verdict, self.failed_classes, shared
+            )
+            if self._served
+            else {}
+        )
         if counts:
             self._counts[node] = counts
         else:

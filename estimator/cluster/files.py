@@ -19,8 +19,9 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
@@ -44,8 +45,14 @@ def _describe(obj: Any, index: int) -> str:
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
 
 
-def _load_file(cache: ClusterCache, path: Path, recorder: objectscache.Recorder | None = None, bulk: bool = True,
-               split: bool = True, meanwhile: Callable[[], None] | None = None) -> int:
+def _load_file(
+    cache: ClusterCache,
+    path: Path,
+    recorder: objectscache.Recorder | None = None,
+    bulk: bool = True,
+    split: bool = True,
+    meanwhile: Callable[[], None] | None = None,
+) -> int:
     """`split`: a big JSON list may be read on two cores (estimator.cluster.splitload), and
     `meanwhile` run while its worker reads."""
     try:
@@ -55,8 +62,9 @@ def _load_file(cache: ClusterCache, path: Path, recorder: objectscache.Recorder 
         raise StateLoadError(str(err)) from None
 
 
-def _load_objects(cache: ClusterCache, path: Path, objects, recorder: objectscache.Recorder | None = None,
-                  bulk: bool = True) -> int:
+def _load_objects(
+    cache: ClusterCache, path: Path, objects, recorder: objectscache.Recorder | None = None, bulk: bool = True
+) -> int:
     """Apply `objects` of `path` to `cache`; `bulk=False`: every object per record (the
     reference the bulk path is tested against)."""
     ignored: Counter[str] = Counter()
@@ -92,8 +100,9 @@ def _load_objects(cache: ClusterCache, path: Path, objects, recorder: objectscac
                 loaded += 1
                 continue
         if not isinstance(obj, dict):
-            raise StateLoadError(f"{path}: {_describe(obj, index)}: expected a Kubernetes object, "
-                                 f"got {type(obj).__name__}")
+            raise StateLoadError(
+                f"{path}: {_describe(obj, index)}: expected a Kubernetes object, got {type(obj).__name__}"
+            )
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise StateLoadError(f"{path}: {_describe(obj, index)}: has no kind")
@@ -122,8 +131,11 @@ _DEFAULT_DIR = object()
 
 
 def load_object_files(
-    paths: Sequence[str | Path], state_cache: Path | str | None | object = _DEFAULT_DIR,
-    min_bytes: int = objectscache.MIN_BYTES, background: bool = False, meanwhile: Callable[[], None] | None = None,
+    paths: Sequence[str | Path],
+    state_cache: Path | str | None | object = _DEFAULT_DIR,
+    min_bytes: int = objectscache.MIN_BYTES,
+    background: bool = False,
+    meanwhile: Callable[[], None] | None = None,
 ) -> ClusterCache:
     """A new ClusterCache holding every object of `paths`; StateLoadError if any is bad.
 
@@ -158,8 +170,11 @@ def load_object_files(
                 cache, warnings = hit
                 for warning in warnings:
                     log.warning("%s", warning)
-                log.info("loaded %s from the state cache in %.2f s", ", ".join(map(str, paths)),
-                         time.perf_counter() - started)
+                log.info(
+                    "loaded %s from the state cache in %.2f s",
+                    ", ".join(map(str, paths)),
+                    time.perf_counter() - started,
+                )
                 return cache
         recorder = objectscache.Recorder() if keys is not None else None
         cache = ClusterCache()
@@ -176,8 +191,14 @@ def load_object_files(
 _writers: list[threading.Thread] = []
 
 
-def _save_state(cache: ClusterCache, recorder: objectscache.Recorder, paths: list[Path], keys: list,
-                directory: Path, background: bool) -> None:
+def _save_state(
+    cache: ClusterCache,
+    recorder: objectscache.Recorder,
+    paths: list[Path],
+    keys: list,
+    directory: Path,
+    background: bool,
+) -> None:
     """Write the parsed state's entry: in a forked writer (estimator.cluster.forked) when
     `background` and the process may fork, so the caller goes on at once (a 50k-node
     member's entry takes about 1.5 s to build and write); else here. The writer only builds
@@ -205,8 +226,9 @@ def _await_writer(writer: forked.Child, started: float) -> None:
         log.warning("state cache not saved: its writer (pid %d) failed", writer.pid)
         return
     outcome = orjson.loads(report)
-    _log_saved(Path(outcome) if isinstance(outcome, str) else objectscache.Unsaved(*outcome), started,
-               " in the background")
+    _log_saved(
+        Path(outcome) if isinstance(outcome, str) else objectscache.Unsaved(*outcome), started, " in the background"
+    )
 
 
 def _log_saved(outcome: Path | objectscache.Unsaved, started: float, where: str) -> None:

@@ -12,8 +12,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from estimator.cluster import gccontrol, objectscache
 from estimator.cluster.cache import ClusterCache
@@ -64,8 +64,9 @@ class FileClusterState:
     settle, and reloaded if they changed since. Writers should rename files into place.
     """
 
-    def __init__(self, paths: Sequence[str | Path], state_cache: str | None = None,
-                 meanwhile: Callable[[], None] | None = None):
+    def __init__(
+        self, paths: Sequence[str | Path], state_cache: str | None = None, meanwhile: Callable[[], None] | None = None
+    ):
         """`state_cache`: the parsed-state cache directory (estimator.cluster.objectscache);
         None: its default, "off": no cache. `meanwhile`: the caller's work, run while a
         forked worker reads part of a big file (files.load_object_files), if one does."""
@@ -85,15 +86,18 @@ class FileClusterState:
             for _ in range(_FIRST_LOAD_TRIES):
                 stamps = _file_stamps(self.paths)
                 # Before any server thread exists: a new state entry is written by a forked writer.
-                self._cache: ClusterCache = load_object_files(self.paths, state_cache=self._cache_dir,
-                                                                background=True, meanwhile=meanwhile)
+                self._cache: ClusterCache = load_object_files(
+                    self.paths, state_cache=self._cache_dir, background=True, meanwhile=meanwhile
+                )
                 meanwhile = None
                 if _file_stamps(self.paths) == stamps:
                     break
                 log.warning("object files changed while they were read; reading them again")
             else:
-                raise StateLoadError(f"{', '.join(map(str, self.paths))}: the files kept changing while they were "
-                                     f"read ({_FIRST_LOAD_TRIES} reads): write them elsewhere and rename them into place")
+                raise StateLoadError(
+                    f"{', '.join(map(str, self.paths))}: the files kept changing while they were "
+                    f"read ({_FIRST_LOAD_TRIES} reads): write them elsewhere and rename them into place"
+                )
             gccontrol.settle("load", collect=False)
         self._loaded_at = time.time()
         self._stamps = stamps
@@ -166,16 +170,23 @@ class FileClusterState:
                 if _file_stamps(self.paths) == stamps:
                     return cache, stamps
                 del cache
-                log.warning("reload: the object files changed while they were read; reading them again once they "
-                            "settle")
+                log.warning(
+                    "reload: the object files changed while they were read; reading them again once they settle"
+                )
                 unsettled = (", ".join(map(str, self.paths)), SETTLE_SECONDS)
             path, wait = unsettled
             if time.monotonic() + wait > deadline:
-                return self._refused(f"reload refused, still serving the previous state: {path} kept changing for "
-                                     f"{MAX_SETTLE_WAIT:.0f} s (write it elsewhere and rename it into place, then "
-                                     f"send SIGHUP again)")
-            log.info("reload: %s was modified %.1f s ago and may still be being written; reading it in %.1f s",
-                     path, SETTLE_SECONDS - wait, wait)
+                return self._refused(
+                    f"reload refused, still serving the previous state: {path} kept changing for "
+                    f"{MAX_SETTLE_WAIT:.0f} s (write it elsewhere and rename it into place, then "
+                    f"send SIGHUP again)"
+                )
+            log.info(
+                "reload: %s was modified %.1f s ago and may still be being written; reading it in %.1f s",
+                path,
+                SETTLE_SECONDS - wait,
+                wait,
+            )
             if self._stopped.wait(wait):
                 return self._refused("reload abandoned: stopping")
 

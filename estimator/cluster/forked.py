@@ -16,7 +16,7 @@ import signal
 import struct
 import tempfile
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 _LENGTH = struct.Struct("<Q")  # one frame's length, written into the pipe once the frame is spooled
 
@@ -58,7 +58,7 @@ def _spool() -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def start(work: Callable[[Callable[[bytes], None]], None]) -> Child:

@@ -24,8 +24,8 @@ import gc
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 log = logging.getLogger("estimator.gc")
 

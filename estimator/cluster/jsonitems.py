@@ -13,7 +13,8 @@ produces its error message.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import orjson
@@ -45,7 +46,7 @@ def _escaped(quotes: np.ndarray, backslashes: np.ndarray) -> np.ndarray:
 
 
 def _is_items_key(raw: bytes, position: int) -> bool:
-    before = raw[max(0, position - _LOOK_BACK):position].rstrip(_WHITESPACE)
+    before = raw[max(0, position - _LOOK_BACK) : position].rstrip(_WHITESPACE)
     return before.endswith(b":") and before[:-1].rstrip(_WHITESPACE).endswith(b'"items"')
 
 
@@ -87,12 +88,12 @@ def split_items(raw: bytes) -> tuple[dict, list[tuple[int, int]]] | None:
     commas = structural[inner][(chars[inner] == _COMMA) & (depth_after[inner] == 2)]
     begin, end = int(structural[first]), int(structural[last])
     try:
-        rest = orjson.loads(raw[:begin + 1] + raw[end:])
+        rest = orjson.loads(raw[: begin + 1] + raw[end:])
     except orjson.JSONDecodeError:
         return None
     if not isinstance(rest, dict) or rest.get("items") != []:
         return None
-    if not len(commas) and not raw[begin + 1:end].strip(_WHITESPACE):
+    if not len(commas) and not raw[begin + 1 : end].strip(_WHITESPACE):
         return rest, []
     bounds = [begin, *commas.tolist(), end]
     return rest, [(bounds[i] + 1, bounds[i + 1]) for i in range(len(bounds) - 1)]
@@ -102,8 +103,8 @@ def iter_items(raw: bytes, spans: list[tuple[int, int]], per_slice: int = ITEMS_
     """The items at `spans` (from split_items) in order, parsed `per_slice` at a time;
     orjson.JSONDecodeError if a slice is not valid JSON."""
     for first in range(0, len(spans), per_slice):
-        chunk = spans[first:first + per_slice]
-        items = orjson.loads(b"[" + raw[chunk[0][0]:chunk[-1][1]] + b"]")
+        chunk = spans[first : first + per_slice]
+        items = orjson.loads(b"[" + raw[chunk[0][0] : chunk[-1][1]] + b"]")
         if len(items) != len(chunk):  # the boundaries were wrong: never trust the slice
             raise orjson.JSONDecodeError("item boundaries do not match the items parsed", "", 0)
         yield from items
@@ -147,11 +148,11 @@ def _items_opener(head: bytes) -> tuple[int, bytes | None] | None:
         if head[structural[i]] == ord("[") and _is_items_key(head, int(structural[i])):
             commas = np.flatnonzero((chars[i:] == _COMMA) & (depth_after[i:] == 2))
             separator = None
-            if len(commas) and not (depth_after[i:i + commas[0]] < 2).any():
+            if len(commas) and not (depth_after[i : i + commas[0]] < 2).any():
                 comma = int(structural[i + commas[0]])
-                before, after = head[:comma].rstrip(_WHITESPACE), head[comma + 1:].lstrip(_WHITESPACE)
+                before, after = head[:comma].rstrip(_WHITESPACE), head[comma + 1 :].lstrip(_WHITESPACE)
                 if before.endswith(b"}") and after.startswith(b"{"):
-                    separator = head[len(before) - 1:len(head) - len(after) + 1]
+                    separator = head[len(before) - 1 : len(head) - len(after) + 1]
             return int(structural[i]), separator
     return None
 
@@ -167,7 +168,7 @@ def items_bounds(raw: bytes) -> tuple[dict, int, int, bytes] | None:
     if found is None:
         return None
     begin, separator = found
-    if separator is None or b'"items"' in raw[:raw.rfind(b'"items"', 0, begin)]:
+    if separator is None or b'"items"' in raw[: raw.rfind(b'"items"', 0, begin)]:
         return None
     end = len(raw)
     for _ in range(_TAIL_TRIES):  # the array's closing bracket: the last one the rest parses with
@@ -175,7 +176,7 @@ def items_bounds(raw: bytes) -> tuple[dict, int, int, bytes] | None:
         if end < 0:  # (or a tail too long to parse again and again: the byte scan takes it)
             return None
         try:
-            rest = orjson.loads(raw[:begin + 1] + raw[end:])
+            rest = orjson.loads(raw[: begin + 1] + raw[end:])
         except orjson.JSONDecodeError:
             continue
         if not isinstance(rest, dict) or rest.get("items") != [] or b'"items"' in raw[end:]:
@@ -204,8 +205,13 @@ class UnprovedSlice(ValueError):
         self.yielded = yielded
 
 
-def proved_slices(raw: bytes, start: int, stop: int, separator: bytes, slice_bytes: int = SLICE_BYTES,
-                  ) -> Iterator[list]:
+def proved_slices(
+    raw: bytes,
+    start: int,
+    stop: int,
+    separator: bytes,
+    slice_bytes: int = SLICE_BYTES,
+) -> Iterator[list]:
     """The items of raw[start:stop], a list per slice, each slice proved by parsing; `start`
     is just after the array's `[` or a comma between items, `stop` the array's `]` or a comma
     between items. UnprovedSlice when a slice does not parse: an item boundary that was not
@@ -233,8 +239,9 @@ def proved_slices(raw: bytes, start: int, stop: int, separator: bytes, slice_byt
         search_from = boundary + slice_bytes
 
 
-def items_from(raw: bytes, start: int, end: int, rest: dict, separator: bytes,
-               slice_bytes: int, before: int = 0) -> Iterator[Any]:
+def items_from(
+    raw: bytes, start: int, end: int, rest: dict, separator: bytes, slice_bytes: int, before: int = 0
+) -> Iterator[Any]:
     """The items from raw[start:end] on (`before` items of the array come before `start`):
     a proved slice at a time while cuts are found, then the rest by `items_after`."""
     yielded = before
@@ -257,7 +264,10 @@ def items_after(raw: bytes, rest: dict, yielded: int) -> Iterator[Any]:
         yield from iter_items(raw, split[1][yielded:])
         return
     document = orjson.loads(raw)
-    if not isinstance(document, dict) or not isinstance(document.get("items"), list) \
-            or {k: v for k, v in document.items() if k != "items"} != {k: v for k, v in rest.items() if k != "items"}:
+    if (
+        not isinstance(document, dict)
+        or not isinstance(document.get("items"), list)
+        or {k: v for k, v in document.items() if k != "items"} != {k: v for k, v in rest.items() if k != "items"}
+    ):
         raise orjson.JSONDecodeError("the items array does not end where it seemed to", "", 0)
     yield from document["items"][yielded:]

@@ -17,8 +17,9 @@ cluster/filestate.py). JSON nested deeper than the parsers follow is refused, na
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import yaml
@@ -83,14 +84,17 @@ def invalid_json(path: str | Path, raw: bytes) -> None:
 def _check_ending(text: str, path: str | Path) -> None:
     """A YAML file's last line must be whole (see the module docstring). A last document in
     flow style (`{...}`, `[...]`) may end without a line break: cut, it does not parse."""
-    last = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
+    last = text[max(text.rfind("\n"), text.rfind("\r")) + 1 :]
     if not last or not text.strip():
         return
     flow = text.rsplit("\n---", 1)[-1].lstrip("-").lstrip().startswith(("{", "["))
     if not (flow and last.rstrip().endswith(("}", "]"))):
-        raise ObjectFileError(path, "the last line has no line break: a YAML object file must end with one (a file "
-                                    "cut short while being written ends mid-line; write it elsewhere and rename it "
-                                    "into place)")
+        raise ObjectFileError(
+            path,
+            "the last line has no line break: a YAML object file must end with one (a file "
+            "cut short while being written ends mid-line; write it elsewhere and rename it "
+            "into place)",
+        )
 
 
 def _decode(raw: bytes, path: str | Path) -> str:

@@ -44,10 +44,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -68,11 +69,21 @@ MIN_BYTES = 4 << 20
 # Modules whose code decides what state a file loads into; a change to any of them makes
 # every entry stale.
 LOADER_MODULES = (
-    "estimator.cluster.files", "estimator.cluster.bulkload", "estimator.cluster.kubefiles",
-    "estimator.cluster.jsonitems", "estimator.cluster.splitload",
-    "estimator.cluster.cache", "estimator.cluster.nodetree", "estimator.cluster.objectscache",
-    "estimator.core.records", "estimator.core.podrequests", "estimator.core.resources",
-    "estimator.core.workloads", "estimator.core.model", "estimator.core.snapshot", "estimator.core.labels",
+    "estimator.cluster.files",
+    "estimator.cluster.bulkload",
+    "estimator.cluster.kubefiles",
+    "estimator.cluster.jsonitems",
+    "estimator.cluster.splitload",
+    "estimator.cluster.cache",
+    "estimator.cluster.nodetree",
+    "estimator.cluster.objectscache",
+    "estimator.core.records",
+    "estimator.core.podrequests",
+    "estimator.core.resources",
+    "estimator.core.workloads",
+    "estimator.core.model",
+    "estimator.core.snapshot",
+    "estimator.core.labels",
 )
 _PREFIX = "objects-"
 # File times tick coarsely (the kernel's clock tick, not the nanoseconds they show): a file
@@ -97,7 +108,7 @@ def default_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
     return Path(home) / ".cache" / "karmada-estimator" / "objects"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def loader_tag() -> str:
     """A hash of the loader modules' source (and the format and Python version)."""
     import importlib
@@ -156,7 +167,7 @@ def sweep(directory: Path) -> int:
     for name in names:
         path = Path(directory) / name
         try:
-            pid = int(name[len(_TMP_PREFIX):].split("-", 1)[0])
+            pid = int(name[len(_TMP_PREFIX) :].split("-", 1)[0])
         except ValueError:
             pid = 0  # an older writer's name: judged by age alone
         try:
@@ -227,8 +238,11 @@ class Recorder:
 def _class_json(node_class: NodeClass | None) -> Any:
     if node_class is None:
         return None
-    return [[list(pair) for pair in node_class.labels], [[t.key, t.value, t.effect] for t in node_class.taints],
-            node_class.unschedulable]
+    return [
+        [list(pair) for pair in node_class.labels],
+        [[t.key, t.value, t.effect] for t in node_class.taints],
+        node_class.unschedulable,
+    ]
 
 
 def to_entry(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict, dict[str, np.ndarray]]:
@@ -248,26 +262,40 @@ def to_entry(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict,
     # Numbered in order of first use, one hash of each (tuple hashes are not cached).
     amounts: dict = {}
     number = amounts.setdefault
-    pod_amounts = np.fromiter(map(lambda a: number(a, len(amounts)), pod_amount_tuples), dtype=np.int32,
-                              count=len(pods))
+    pod_amounts = np.fromiter(
+        map(lambda a: number(a, len(amounts)), pod_amount_tuples), dtype=np.int32, count=len(pods)
+    )
     del pod_namespaces, pod_amount_tuples
     meta = {
-        "format": FORMAT_VERSION, "loader": loader_tag(), "files": keys,
+        "format": FORMAT_VERSION,
+        "loader": loader_tag(),
+        "files": keys,
         "version": state.version,
         "columns": state.columns,
-        "next_row": state.next_row, "free_rows": state.free_rows,
-        "row_names": state.row_names, "row_hostnames": state.row_hostnames,
-        "zones": state.zones, "tree": state.tree,
-        "classes": [_class_json(c) for c in state.classes], "class_refs": state.class_refs,
+        "next_row": state.next_row,
+        "free_rows": state.free_rows,
+        "row_names": state.row_names,
+        "row_hostnames": state.row_hostnames,
+        "zones": state.zones,
+        "tree": state.tree,
+        "classes": [_class_json(c) for c in state.classes],
+        "class_refs": state.class_refs,
         "free_class_ids": state.free_class_ids,
         "excess": [[row, column, str(total)] for (row, column), total in state.excess.items()],
         "namespaces": list(namespaces),
-        "objects": recorder.objects, "pods": recorder.pods, "warnings": recorder.warnings,
+        "objects": recorder.objects,
+        "pods": recorder.pods,
+        "warnings": recorder.warnings,
     }
     arrays = {
-        "allocatable": state.allocatable, "requested": state.requested, "row_class": state.row_class,
-        "row_zone": state.row_zone, "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8),
-        "pod_ns": pod_ns, "pod_row": pod_row, "pod_amounts": pod_amounts,
+        "allocatable": state.allocatable,
+        "requested": state.requested,
+        "row_class": state.row_class,
+        "row_zone": state.row_zone,
+        "pod_names": np.frombuffer(orjson.dumps(names), dtype=np.uint8),
+        "pod_ns": pod_ns,
+        "pod_row": pod_row,
+        "pod_amounts": pod_amounts,
         # The distinct ((column, amount), ...) tuples, flat: how many pairs each, then the pairs.
         "amount_sizes": np.fromiter(map(len, amounts), dtype=np.int32, count=len(amounts)),
         "amount_pairs": np.fromiter(chain.from_iterable(chain.from_iterable(amounts)), dtype=np.int64).reshape(-1, 2),
@@ -290,8 +318,9 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
         if file_keys(paths) != keys:
             return Unsaved(logging.INFO, "object files changed while they were loaded: state cache not saved")
         if any(key[2] > time.time_ns() - RECENT_NS for key in keys):
-            return Unsaved(logging.INFO,
-                           f"object files modified in the last {RECENT_NS // 10**9} s: state cache not saved")
+            return Unsaved(
+                logging.INFO, f"object files modified in the last {RECENT_NS // 10**9} s: state cache not saved"
+            )
         meta, arrays = to_entry(cache, recorder, keys)
         kept = [recorder.objects, recorder.pods]
         if orjson.loads(orjson.dumps(kept)) != kept:  # e.g. YAML timestamps, which JSON would turn into text
@@ -328,8 +357,9 @@ class StaleEntry(Exception):
 
 def _node_class(value: Any) -> NodeClass:
     labels, taints, unschedulable = value
-    return NodeClass(tuple((str(k), str(v)) for k, v in labels), tuple(Taint(*map(str, t)) for t in taints),
-                     bool(unschedulable))
+    return NodeClass(
+        tuple((str(k), str(v)) for k, v in labels), tuple(Taint(*map(str, t)) for t in taints), bool(unschedulable)
+    )
 
 
 def from_entry(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
@@ -342,12 +372,26 @@ def from_entry(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
     sizes, pair_table, names_blob = arrays["amount_sizes"], arrays["amount_pairs"], arrays["pod_names"]
     names = orjson.loads(names_blob.tobytes())
     # Checked now, so that the table built later cannot fail (or point outside the arrays).
-    if (not len(names) == len(pod_ns) == len(pod_row) == len(pod_amounts) or not all(type(n) is str for n in names)
-            or pair_table.ndim != 2 or pair_table.shape[1] != 2 or int(sizes.sum()) != len(pair_table)
-            or len(sizes) and sizes.min() < 0
-            or len(pair_table) and (pair_table.min() < 0 or pair_table[:, 0].max() >= len(columns))
-            or len(pod_ns) and (pod_amounts.min() < 0 or pod_amounts.max() >= len(sizes) or pod_ns.min() < 0
-                                or pod_ns.max() >= len(namespaces) or pod_row.min() < 0 or pod_row.max() >= rows)):
+    if (
+        not len(names) == len(pod_ns) == len(pod_row) == len(pod_amounts)
+        or not all(type(n) is str for n in names)
+        or pair_table.ndim != 2
+        or pair_table.shape[1] != 2
+        or int(sizes.sum()) != len(pair_table)
+        or len(sizes)
+        and sizes.min() < 0
+        or len(pair_table)
+        and (pair_table.min() < 0 or pair_table[:, 0].max() >= len(columns))
+        or len(pod_ns)
+        and (
+            pod_amounts.min() < 0
+            or pod_amounts.max() >= len(sizes)
+            or pod_ns.min() < 0
+            or pod_ns.max() >= len(namespaces)
+            or pod_row.min() < 0
+            or pod_row.max() >= rows
+        )
+    ):
         raise ValueError("pod tables do not fit together")
 
     def pods() -> dict:
@@ -355,18 +399,26 @@ def from_entry(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
         with gccontrol.paused():
             pairs = list(zip(pair_table[:, 0].tolist(), pair_table[:, 1].tolist()))
             ends = np.cumsum(sizes).tolist()
-            amounts = [tuple(pairs[end - size:end]) for size, end in zip(sizes.tolist(), ends)]
+            amounts = [tuple(pairs[end - size : end]) for size, end in zip(sizes.tolist(), ends)]
             ns_of = [namespaces[i] for i in pod_ns.tolist()]
             return dict(zip(zip(ns_of, names), zip(pod_row.tolist(), [amounts[i] for i in pod_amounts.tolist()])))
 
     state = ExportedState(
-        version=int(meta["version"]), columns=columns,
-        allocatable=arrays["allocatable"], requested=arrays["requested"], row_class=arrays["row_class"],
-        next_row=rows, free_rows=[int(r) for r in meta["free_rows"]],
-        row_names=meta["row_names"], row_hostnames=meta["row_hostnames"],
-        row_zone=arrays["row_zone"], zones=meta["zones"], tree=meta["tree"],
+        version=int(meta["version"]),
+        columns=columns,
+        allocatable=arrays["allocatable"],
+        requested=arrays["requested"],
+        row_class=arrays["row_class"],
+        next_row=rows,
+        free_rows=[int(r) for r in meta["free_rows"]],
+        row_names=meta["row_names"],
+        row_hostnames=meta["row_hostnames"],
+        row_zone=arrays["row_zone"],
+        zones=meta["zones"],
+        tree=meta["tree"],
         classes=[None if c is None else _node_class(c) for c in meta["classes"]],
-        class_refs=[int(r) for r in meta["class_refs"]], free_class_ids=[int(i) for i in meta["free_class_ids"]],
+        class_refs=[int(r) for r in meta["class_refs"]],
+        free_class_ids=[int(i) for i in meta["free_class_ids"]],
         excess={(int(row), int(column)): int(total) for row, column, total in meta["excess"]},
         pods=pods if len(pod_ns) else {},
     )

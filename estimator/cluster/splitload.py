@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 
 from estimator.cluster import forked
 from estimator.cluster.bulkload import Digester
-from estimator.cluster.kubefiles import invalid_json
 from estimator.cluster.jsonitems import SLICE_BYTES, UnprovedSlice, items_after, items_bounds, items_from, proved_slices
+from estimator.cluster.kubefiles import invalid_json
 
 # Smaller files (a 10k-node member is 35 MB) load in about a second and a half: left on one core.
 MIN_BYTES = 64 << 20
@@ -54,8 +55,13 @@ def can_fork() -> bool:
     return forked.possible() and cpus >= 2
 
 
-def objects(path: Path, min_bytes: int = MIN_BYTES, head_share: float | None = None,
-            slice_bytes: int = SLICE_BYTES, meanwhile: Callable[[], None] | None = None) -> Iterator[Any] | None:
+def objects(
+    path: Path,
+    min_bytes: int = MIN_BYTES,
+    head_share: float | None = None,
+    slice_bytes: int = SLICE_BYTES,
+    meanwhile: Callable[[], None] | None = None,
+) -> Iterator[Any] | None:
     """The file's objects, with runs of pod digests (tuples, `_work`) in place of the
     common pods of its second part; None when the file is not a big JSON `*List` or no worker can be forked
     (the caller then reads it with kubefiles.iter_objects). `meanwhile`: the caller's work,
@@ -94,8 +100,9 @@ def _checked(path: Path, raw: bytes, items: Iterator[Any]) -> Iterator[Any]:
         invalid_json(path, raw)
 
 
-def _work(send: Callable[[bytes], None], raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int,
-          item_kind: str) -> None:
+def _work(
+    send: Callable[[bytes], None], raw: bytes, start: int, end: int, separator: bytes, slice_bytes: int, item_kind: str
+) -> None:
     """The worker's part, sent a frame at a time (marshalled lists, FRAME_SLICES slices
     each): its items in file order, each run of consecutive common pods as one tuple of
     four lists (namespaces, names, nodes, requests: their digests column-wise, for
@@ -135,8 +142,17 @@ def _count(items: list) -> int:
     return sum(len(item[0]) if type(item) is tuple else 1 for item in items)
 
 
-def _read(raw: bytes, rest: dict, begin: int, cut: int, end: int, separator: bytes, slice_bytes: int,
-          item_kind: str, worker: forked.Child) -> Iterator[Any]:
+def _read(
+    raw: bytes,
+    rest: dict,
+    begin: int,
+    cut: int,
+    end: int,
+    separator: bytes,
+    slice_bytes: int,
+    item_kind: str,
+    worker: forked.Child,
+) -> Iterator[Any]:
     try:
         yielded = 0
         try:

@@ -41,10 +41,11 @@ from __future__ import annotations
 import operator
 import re
 import string as _string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
 from functools import lru_cache, partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import celpy
 import celpy.celtypes as ct
@@ -72,8 +73,11 @@ class SelectorError(Exception):
     """An expression that cannot be compiled or evaluated on a device (a short message)."""
 
     def __init__(self, problem: str, expression: str | None = None):
-        where = "" if expression is None else " in CEL selector " + (
-            repr(expression) if len(expression) <= 60 else repr(expression[:57]) + "...")
+        where = (
+            ""
+            if expression is None
+            else " in CEL selector " + (repr(expression) if len(expression) <= 60 else repr(expression[:57]) + "...")
+        )
         super().__init__(_cut(problem, 200 - len(where)) + where)
 
 
@@ -130,8 +134,13 @@ def parse_semver(text: str) -> Semver:
     for identifier in pres + builds:
         if not _IDENTIFIER.fullmatch(identifier):
             raise _Fail(f"invalid identifier {identifier[:20]!r} in semantic version")
-    return Semver(_number(parts[0], "major"), _number(parts[1], "minor"), _number(patch, "patch"),
-                  tuple(_number(p, "pre-release") if p.isdigit() else p for p in pres), tuple(builds))
+    return Semver(
+        _number(parts[0], "major"),
+        _number(parts[1], "minor"),
+        _number(patch, "patch"),
+        tuple(_number(p, "pre-release") if p.isdigit() else p for p in pres),
+        tuple(builds),
+    )
 
 
 def _type_name(x: Any) -> str:
@@ -196,8 +205,10 @@ def _compare(a: Any, b: Any) -> int:
 def _find(last: bool, x: Any, y: Any, *offset: Any) -> ct.IntType:
     """indexOf / lastIndexOf of a substring (from an offset) or of a list element."""
     if isinstance(x, ct.ListType) and not offset:
-        return next((ct.IntType(i) for i in (range(len(x) - 1, -1, -1) if last else range(len(x)))
-                     if _equal(x[i], y)), ct.IntType(-1))
+        return next(
+            (ct.IntType(i) for i in (range(len(x) - 1, -1, -1) if last else range(len(x))) if _equal(x[i], y)),
+            ct.IntType(-1),
+        )
     s, sub = _s(x), _s(y)
     off = _i(offset[0]) if offset else len(s) - (sub != "") if last else 0
     if sub == "":
@@ -253,8 +264,16 @@ def _join(items: Any, sep: Any = ct.StringType("")) -> ct.StringType:
     return ct.StringType(sep.join(parts))
 
 
-_ORDERED = (ct.IntType, ct.UintType, ct.DoubleType, ct.BoolType, ct.StringType, ct.BytesType,
-            ct.DurationType, ct.TimestampType)  # the lists library's comparable types
+_ORDERED = (
+    ct.IntType,
+    ct.UintType,
+    ct.DoubleType,
+    ct.BoolType,
+    ct.StringType,
+    ct.BytesType,
+    ct.DurationType,
+    ct.TimestampType,
+)  # the lists library's comparable types
 
 
 def _sum(items: Any) -> Any:
@@ -347,8 +366,11 @@ class _Evaluator(Evaluator):
 
 
 _CONVERT: dict[str, tuple[type | tuple[type, ...], Callable[[Any], Any]]] = {
-    "string": (str, ct.StringType), "bool": (bool, ct.BoolType), "int": (int, ct.IntType),
-    "version": (str, parse_semver), "quantity": (str, _quantity),
+    "string": (str, ct.StringType),
+    "bool": (bool, ct.BoolType),
+    "int": (int, ct.IntType),
+    "version": (str, parse_semver),
+    "quantity": (str, _quantity),
 }
 
 
@@ -363,10 +385,16 @@ class DeviceView:
     _cel: list[Any] = field(default_factory=list, init=False, compare=False, repr=False)
 
     @classmethod
-    def of(cls, driver: str, attributes: Mapping[str, tuple[str, Any]] | None = None,
-           capacity: Mapping[str, str] | None = None, allow_multiple: bool = False) -> DeviceView:
-        attrs = sorted(((name, kind, value) for name, (kind, value) in (attributes or {}).items()),
-                       key=lambda entry: entry[0])
+    def of(
+        cls,
+        driver: str,
+        attributes: Mapping[str, tuple[str, Any]] | None = None,
+        capacity: Mapping[str, str] | None = None,
+        allow_multiple: bool = False,
+    ) -> DeviceView:
+        attrs = sorted(
+            ((name, kind, value) for name, (kind, value) in (attributes or {}).items()), key=lambda entry: entry[0]
+        )
         return cls(driver, tuple(attrs), tuple(sorted((capacity or {}).items())), allow_multiple)
 
     def cel_value(self) -> ct.MapType:
@@ -383,7 +411,9 @@ class DeviceView:
 
     def _build(self) -> ct.MapType:
         found: dict[str, dict[str, ct.MapType]] = {"attributes": {}, "capacity": {}}
-        entries = [("attributes", *a) for a in self.attributes] + [("capacity", n, "quantity", q) for n, q in self.capacity]
+        entries = [("attributes", *a) for a in self.attributes] + [
+            ("capacity", n, "quantity", q) for n, q in self.capacity
+        ]
         for kind, name, type_, value in entries:
             domain, _, key = _s(name).rpartition("/")  # "model" -> ("", "", "model")
             names = found[kind].setdefault(ct.StringType(domain or _s(self.driver)), ct.MapType())
@@ -398,9 +428,13 @@ class DeviceView:
                 names[ct.StringType(key)] = convert(value)
             except ValueError as err:
                 raise _Fail(f"{name[:60]!r}: {err}") from None
-        return ct.MapType({ct.StringType("driver"): ct.StringType(_s(self.driver)),
-                           **{ct.StringType(kind): ct.MapType(domains) for kind, domains in found.items()},
-                           ct.StringType("allowMultipleAllocations"): ct.BoolType(self.allow_multiple is True)})
+        return ct.MapType(
+            {
+                ct.StringType("driver"): ct.StringType(_s(self.driver)),
+                **{ct.StringType(kind): ct.MapType(domains) for kind, domains in found.items()},
+                ct.StringType("allowMultipleAllocations"): ct.BoolType(self.allow_multiple is True),
+            }
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -422,8 +456,9 @@ class CompiledSelector:
         except _OverBudget:
             raise SelectorError(f"evaluation took more than {MAX_STEPS} steps", self.expression) from None
         except Exception as err:  # noqa: BLE001 - RecursionError, MemoryError, celpy internals
-            raise SelectorError(f"evaluation failed: {type(err).__name__}: {_cut(str(err), 80)}",
-                                self.expression) from None
+            raise SelectorError(
+                f"evaluation failed: {type(err).__name__}: {_cut(str(err), 80)}", self.expression
+            ) from None
         if not isinstance(value, ct.BoolType):
             raise SelectorError(f"the result is of type {_type_name(value)}, not bool", self.expression)
         return bool(value)
@@ -449,8 +484,10 @@ def compile_selector(expression: str) -> CompiledSelector:
     """Parse and check one expression (cached, failures too); SelectorError if it cannot run."""
     if not isinstance(expression, str):
         raise SelectorError(f"expression must be a string, got {type(expression).__name__}")
-    if len(expression) > MAX_EXPRESSION_BYTES or \
-            len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES:
+    if (
+        len(expression) > MAX_EXPRESSION_BYTES
+        or len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES
+    ):
         raise SelectorError(f"expression longer than {MAX_EXPRESSION_BYTES} bytes", expression)
     compiled = _compile(expression)
     if isinstance(compiled, str):
@@ -460,8 +497,9 @@ def compile_selector(expression: str) -> CompiledSelector:
 
 # Grammar rules whose one-child nodes celpy's Evaluator passes through (returns the child's
 # value): dropping them leaves a fifth of the nodes, and evaluation recurses only per real level.
-_PASS_THROUGH = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition",
-                           "multiplication", "unary", "member"})
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
+)
 
 
 class _Position:
@@ -474,8 +512,12 @@ class _Position:
 
 
 def _skip(node: Any) -> Any:
-    while isinstance(node, lark.Tree) and node.data in _PASS_THROUGH and len(node.children) == 1 \
-            and isinstance(node.children[0], lark.Tree):
+    while (
+        isinstance(node, lark.Tree)
+        and node.data in _PASS_THROUGH
+        and len(node.children) == 1
+        and isinstance(node.children[0], lark.Tree)
+    ):
         node = node.children[0]
     return node
 
@@ -501,8 +543,7 @@ def _compile(expression: str) -> CompiledSelector | str:
         if children:
             node._meta = _Position(node._meta)
             # member_object tells a message type from a value by its first child's rule: keep it.
-            node.children = [c if i == 0 and node.data == "member_object" else _skip(c)
-                             for i, c in enumerate(children)]
+            node.children = [c if i == 0 and node.data == "member_object" else _skip(c) for i, c in enumerate(children)]
             stack.extend((child, depth + 1) for child in node.children)
     return CompiledSelector(expression, ast)
 

@@ -26,8 +26,9 @@ Pure: records in, counts out. CEL evaluation is `estimator.core.cel`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from estimator.core.workloads import object_meta
 
@@ -82,6 +83,7 @@ DeviceKey = tuple[str, str, str]
 
 
 # --- parsing ---------------------------------------------------------------------------------------
+
 
 def _mapping(value: Any, where: str) -> Mapping:
     if value is None:
@@ -150,25 +152,41 @@ def slice_record(obj: Any) -> SliceRecord:
     pool = _mapping(spec.get("pool"), "spec.pool")
     generation, count = pool.get("generation", 0), pool.get("resourceSliceCount", 1)
     if type(generation) is not int or type(count) is not int or generation < 0 or count < 1:
-        raise ValueError(f"spec.pool: generation {generation!r:.40} and resourceSliceCount {count!r:.40} must be "
-                         "integers (>= 0 and >= 1)")
+        raise ValueError(
+            f"spec.pool: generation {generation!r:.40} and resourceSliceCount {count!r:.40} must be "
+            "integers (>= 0 and >= 1)"
+        )
     node = spec.get("nodeName")
     devices = tuple(_device(d, f"spec.devices[{i}]") for i, d in enumerate(_list(spec.get("devices"), "spec.devices")))
-    return SliceRecord(name, _text(spec.get("driver"), "spec.driver"), _text(pool.get("name"), "spec.pool.name"),
-                       generation, count, _text(node, "spec.nodeName") if node is not None else None, devices)
+    return SliceRecord(
+        name,
+        _text(spec.get("driver"), "spec.driver"),
+        _text(pool.get("name"), "spec.pool.name"),
+        generation,
+        count,
+        _text(node, "spec.nodeName") if node is not None else None,
+        devices,
+    )
 
 
 def claim_record(obj: Any) -> ClaimRecord:
     _, namespace, name = object_meta(obj, namespaced=True)
     allocation = _mapping(_mapping(obj.get("status"), "status").get("allocation"), "status.allocation")
-    results = _list(_mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
-                    "status.allocation.devices.results")
+    results = _list(
+        _mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
+        "status.allocation.devices.results",
+    )
     allocated = []
     for i, result in enumerate(results):
         where = f"status.allocation.devices.results[{i}]"
         result = _mapping(result, where)
-        allocated.append((_text(result.get("driver"), f"{where}.driver"), _text(result.get("pool"), f"{where}.pool"),
-                          _text(result.get("device"), f"{where}.device")))
+        allocated.append(
+            (
+                _text(result.get("driver"), f"{where}.driver"),
+                _text(result.get("pool"), f"{where}.pool"),
+                _text(result.get("device"), f"{where}.device"),
+            )
+        )
     return ClaimRecord(namespace, name, tuple(allocated))
 
 
@@ -204,9 +222,15 @@ def complete_pools(slices: Iterable[SliceRecord]) -> dict[tuple[str, str], int]:
     return {key[:2]: key[2] for key, (found, wanted) in seen.items() if found >= wanted}
 
 
-def node_counts(node_slices: Iterable[SliceRecord], served: Mapping[str, DeviceClassRecord],
-                complete: Mapping[tuple[str, str], int], allocated: Mapping[DeviceKey, int], matches: Matcher,
-                failed: set[str], shared: dict[frozenset[str], int] | None = None) -> dict[str, tuple[int, int]]:
+def node_counts(
+    node_slices: Iterable[SliceRecord],
+    served: Mapping[str, DeviceClassRecord],
+    complete: Mapping[tuple[str, str], int],
+    allocated: Mapping[DeviceKey, int],
+    matches: Matcher,
+    failed: set[str],
+    shared: dict[frozenset[str], int] | None = None,
+) -> dict[str, tuple[int, int]]:
     """{resource name: (devices the class selects, of which allocated)} for one node's slices.
     Classes whose selectors failed are added to `failed` and count nothing on this node.
     `shared`, when given, receives the free devices grouped by the set of names that may take
@@ -276,14 +300,16 @@ def partition(groups: Iterable[tuple[frozenset[str], int]], wanted: Iterable[str
     return amounts
 
 
-def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "np.ndarray",
-               own: frozenset[str] | None = None) -> None:
+def count_once(
+    snapshot: ClusterSnapshot, columns: Sequence[str], available: np.ndarray, own: frozenset[str] | None = None
+) -> None:
     """In place, on the columns a request gathered: where one node's devices can serve several
     of the DRA-served names the job's own components ask for (`own`, default every column),
     each device counts for one of them only (`partition`). In-flight workloads' names are
     not contested here: their pods came first (see `deduct_shared`)."""
-    wanted = [(k, name) for k, name in enumerate(columns)
-              if name in snapshot.dra_served and (own is None or name in own)]
+    wanted = [
+        (k, name) for k, name in enumerate(columns) if name in snapshot.dra_served and (own is None or name in own)
+    ]
     if len(wanted) < 2:
         return
     for position, groups in snapshot.device_groups.items():
@@ -296,8 +322,7 @@ def count_once(snapshot: "ClusterSnapshot", columns: Sequence[str], available: "
                 available[position, k] = min(int(available[position, k]), amounts[name])
 
 
-def deduct_shared(snapshot: "ClusterSnapshot", columns: Sequence[str], before: "np.ndarray",
-                  after: "np.ndarray") -> None:
+def deduct_shared(snapshot: ClusterSnapshot, columns: Sequence[str], before: np.ndarray, after: np.ndarray) -> None:
     """In place on `after`: devices an in-flight workload took for one DRA-served name (the drop
     from `before` to `after` in its column) may be devices another requested name could take
     too; that name loses as many as it could have shared with it on that node, at most."""

@@ -17,9 +17,10 @@ The scalar predicates (`tolerates`, `requirement_matches` from labels.py, `term_
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 

@@ -10,7 +10,7 @@ tests/core/test_workloads.py hold it to them. It runs once per node class, not p
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from estimator.core.model import (
     OP_DOES_NOT_EXIST,

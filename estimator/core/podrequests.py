@@ -15,11 +15,18 @@ Each quantity is rounded to an integer before summing, as Karmada's NodeInfo doe
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from estimator.core.resources import (
-    CPU, MEMORY, QuantityError, is_counted, is_hugepages, parse_resource_list, quantity_to_int,
+    CPU,
+    MEMORY,
+    QuantityError,
+    is_counted,
+    is_hugepages,
+    parse_resource_list,
+    quantity_to_int,
 )
 
 # Restartable init containers ("sidecars") have this container-level restartPolicy.

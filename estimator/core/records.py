@@ -8,8 +8,9 @@ total saturates at int64, as a request nothing can fit). One parser per kind (`K
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 

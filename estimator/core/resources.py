@@ -8,9 +8,10 @@ so capacity arithmetic downstream is fixed-width int64 with no floats.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from decimal import ROUND_CEILING, Decimal, localcontext
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -136,8 +137,21 @@ def uses_milli_units(name: str) -> bool:
 # The forms kubectl prints (digits, an optional integer SI suffix): read with integer
 # arithmetic, without the Decimal parse; a million pods' requests are mostly these.
 _PLAIN_QUANTITY = re.compile(r"([0-9]{1,18})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|)")
-_PLAIN_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-                "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+_PLAIN_SCALE = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+}
 
 
 # Longest name + text `quantity_to_int` keeps in its cache: 8,192 entries of at most this

@@ -7,8 +7,9 @@ walk rows 0..N-1. Estimates never write into these arrays: packing works on copi
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class ClusterSnapshot:
     node_class: np.ndarray  # int32 [N], index into `classes`
     classes: tuple[NodeClass, ...]
     quotas: Mapping[str, tuple[QuotaRecord, ...]]  # by namespace
-    workloads: "WorkloadIndex"
+    workloads: WorkloadIndex
     # Wall-clock time (time.time()) of the newest event folded into this snapshot.
     updated_at: float = 0.0
     # The kubernetes.io/hostname label of each node, in node order (None: not labelled), or

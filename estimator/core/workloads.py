@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Generic, Mapping, TypeVar
+from typing import Any, Generic, TypeVar
 
 from estimator.core import errors
 from estimator.core.labels import requirement_matches
@@ -64,9 +65,7 @@ POD_LABEL_KINDS: Mapping[tuple[str, str], _PodLabelRule] = MappingProxyType(
         # Flink's Kubernetes integration labels pods app=<cluster-id> (the FlinkDeployment's
         # name) and component=jobmanager|taskmanager; `app` alone is too common a key, so we
         # also require the component label. Least certain of the table.
-        ("flink.apache.org", "FlinkDeployment"): _PodLabelRule(
-            "app", (("component", ("jobmanager", "taskmanager")),)
-        ),
+        ("flink.apache.org", "FlinkDeployment"): _PodLabelRule("app", (("component", ("jobmanager", "taskmanager")),)),
         # Kubeflow spark-operator labels driver and executor pods.
         ("sparkoperator.k8s.io", "SparkApplication"): _PodLabelRule("sparkoperator.k8s.io/app-name"),
     }
@@ -90,7 +89,7 @@ def parse_time(text: Any) -> float:
             raise ValueError(f"{text!r} is not an RFC 3339 timestamp") from None
     else:
         raise ValueError(f"{text!r} is not a timestamp")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def controller_uid(meta: Mapping) -> str:
@@ -140,8 +139,10 @@ def label_selector(selector: Any) -> LabelSelector:
         return LabelSelector(selects_nothing=True)
     if not isinstance(selector, dict):
         raise ValueError("selector: expected a mapping")
-    requirements = [NodeSelectorRequirement(k, "In", (v,))
-                    for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()]
+    requirements = [
+        NodeSelectorRequirement(k, "In", (v,))
+        for k, v in string_map(selector.get("matchLabels"), "matchLabels").items()
+    ]
     for expr in selector.get("matchExpressions") or ():
         if not isinstance(expr, dict) or not isinstance(expr.get("key"), str):
             raise ValueError(f"selector: matchExpressions entry {expr!r} has no key")
@@ -254,7 +255,11 @@ def deployment_record(obj: Mapping) -> DeploymentRecord:
     meta, namespace, name = object_meta(obj)
     spec = obj.get("spec") or {}
     return DeploymentRecord(
-        namespace, name, str(meta.get("uid") or ""), label_selector(spec.get("selector")), template_key(spec.get("template"))
+        namespace,
+        name,
+        str(meta.get("uid") or ""),
+        label_selector(spec.get("selector")),
+        template_key(spec.get("template")),
     )
 
 
@@ -336,7 +341,9 @@ class WorkloadIndex:
             return sum(
                 1
                 for pod in pods
-                if pod.controller_uid == replicaset.uid and deployment.selector.matches(pod.labels) and pod.stuck(threshold, now)
+                if pod.controller_uid == replicaset.uid
+                and deployment.selector.matches(pod.labels)
+                and pod.stuck(threshold, now)
             )
         rule = POD_LABEL_KINDS.get((group, ref.kind))
         if rule is None:

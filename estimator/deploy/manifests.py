@@ -38,9 +38,9 @@ be applied over it (a Deployment's selector is immutable) and reuse its certific
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Sequence
 
 import yaml
 
@@ -82,13 +82,40 @@ class Layout:
 LAYOUTS = {
     layout.name: layout
     for layout in (
-        Layout("chart", "Karmada's Helm chart (charts/karmada, schedulerEstimator)", False,
-               "karmada-cert", "karmada-certs", "/etc/karmada/pki", "karmada.crt", "karmada.key", "server-ca.crt"),
-        Layout("karmadactl", "karmadactl addons enable karmada-scheduler-estimator (after karmadactl init)", True,
-               "karmada-cert", "k8s-certs", "/etc/karmada/pki", "karmada.crt", "karmada.key", "ca.crt"),
-        Layout("artifacts", "Karmada's artifacts/deploy/karmada-scheduler-estimator.yaml (hack/local-up-karmada.sh); "
-               "the default of 0.1.0's manifests", True,
-               "karmada-scheduler-estimator-cert", "server-cert", "/etc/karmada/pki/server", "tls.crt", "tls.key", "ca.crt"),
+        Layout(
+            "chart",
+            "Karmada's Helm chart (charts/karmada, schedulerEstimator)",
+            False,
+            "karmada-cert",
+            "karmada-certs",
+            "/etc/karmada/pki",
+            "karmada.crt",
+            "karmada.key",
+            "server-ca.crt",
+        ),
+        Layout(
+            "karmadactl",
+            "karmadactl addons enable karmada-scheduler-estimator (after karmadactl init)",
+            True,
+            "karmada-cert",
+            "k8s-certs",
+            "/etc/karmada/pki",
+            "karmada.crt",
+            "karmada.key",
+            "ca.crt",
+        ),
+        Layout(
+            "artifacts",
+            "Karmada's artifacts/deploy/karmada-scheduler-estimator.yaml (hack/local-up-karmada.sh); "
+            "the default of 0.1.0's manifests",
+            True,
+            "karmada-scheduler-estimator-cert",
+            "server-cert",
+            "/etc/karmada/pki/server",
+            "tls.crt",
+            "tls.key",
+            "ca.crt",
+        ),
     )
 }
 DEFAULT_LAYOUT = "chart"
@@ -109,8 +136,11 @@ MEMBER_RULES = (
     {"apiGroups": ["apps"], "resources": ["replicasets", "deployments"], "verbs": ["get", "list", "watch"]},
     # GPUs served through Dynamic Resource Allocation (docs/semantics.md): without these the
     # estimator still runs, counting no DRA-served devices, and says so in its log.
-    {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices", "resourceclaims"],
-     "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceslices", "resourceclaims"],
+        "verbs": ["get", "list", "watch"],
+    },
 )
 
 PARTS = ("all", "host", "member")
@@ -209,7 +239,9 @@ def check(options: Options) -> None:
             raise OptionsError("--chart-labels: the chart's selector needs at least one label besides cluster")
         for key, value in options.chart_labels:
             if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value) or key == "cluster":
-                raise OptionsError(f"--chart-labels {key}={value}: not a label (or `cluster`, which the chart sets itself)")
+                raise OptionsError(
+                    f"--chart-labels {key}={value}: not a label (or `cluster`, which the chart sets itself)"
+                )
     if options.replicas < 1:
         raise OptionsError("--replicas must be at least 1")
     if options.anti_affinity not in ANTI_AFFINITY:
@@ -230,8 +262,10 @@ def _check_memory_budget(options: Options) -> None:
     except goflags.FlagValueError as error:
         raise OptionsError(f"--request-memory-budget / --memory-limit: {error}") from None
     if limit and (budget == 0 or budget * 9 // 8 >= limit):
-        raise OptionsError(f"--request-memory-budget {options.request_memory_budget!r} (with 1/8 more for remembered "
-                           f"answers) must be above 0 and below --memory-limit {options.memory_limit!r}")
+        raise OptionsError(
+            f"--request-memory-budget {options.request_memory_budget!r} (with 1/8 more for remembered "
+            f"answers) must be above 0 and below --memory-limit {options.memory_limit!r}"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -370,12 +404,22 @@ def deployment(options: Options) -> dict:
         "volumes": [
             # Only the keys the estimator reads: the chart's and karmadactl's Secret also hold
             # the CA's private key and the other components' certificates.
-            {"name": options.tls.tls_volume, "secret": {
-                "secretName": options.tls_secret_name, "defaultMode": 0o440,
-                "items": [{"key": key, "path": key} for key in options.tls.keys]}},
-            {"name": "member-kubeconfig", "secret": {
-                "secretName": options.kubeconfig_secret_name, "defaultMode": 0o440,
-                "items": [{"key": options.kubeconfig_key, "path": options.kubeconfig_key}]}},
+            {
+                "name": options.tls.tls_volume,
+                "secret": {
+                    "secretName": options.tls_secret_name,
+                    "defaultMode": 0o440,
+                    "items": [{"key": key, "path": key} for key in options.tls.keys],
+                },
+            },
+            {
+                "name": "member-kubeconfig",
+                "secret": {
+                    "secretName": options.kubeconfig_secret_name,
+                    "defaultMode": 0o440,
+                    "items": [{"key": options.kubeconfig_key, "path": options.kubeconfig_key}],
+                },
+            },
             {"name": "numba-cache", "emptyDir": {"sizeLimit": "256Mi"}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
         ],
@@ -528,8 +572,10 @@ def _header(options: Options, part: str, members: list[str] | None = None) -> st
     if part == "host":
         names = ", ".join(members or [options.cluster_name])
         label = "members" if members and len(members) > 1 else "member"
-        return (f"# karmada-estimator manifests for {label} {names}: apply to the Karmada host cluster "
-                f"(namespace {options.namespace}); layout {options.layout}\n")
+        return (
+            f"# karmada-estimator manifests for {label} {names}: apply to the Karmada host cluster "
+            f"(namespace {options.namespace}); layout {options.layout}\n"
+        )
     return f"# karmada-estimator manifests for member {options.cluster_name}: apply to member cluster {options.cluster_name}\n"
 
 

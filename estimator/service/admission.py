@@ -46,8 +46,14 @@ class FairPool(futures.Executor):
     it has not finished (`held`, `held_by`). With `limit_per_key`, work submitted while its
     key already holds that many runs on `overflow` at once instead of waiting in line."""
 
-    def __init__(self, max_workers: int, thread_name_prefix: str = "", key_of=connection_of,
-                 limit_per_key: int = 0, overflow: futures.Executor | None = None):
+    def __init__(
+        self,
+        max_workers: int,
+        thread_name_prefix: str = "",
+        key_of=connection_of,
+        limit_per_key: int = 0,
+        overflow: futures.Executor | None = None,
+    ):
         self._key_of = key_of
         self._limit_per_key, self._overflow = limit_per_key, overflow
         self._local = threading.local()
@@ -56,8 +62,10 @@ class FairPool(futures.Executor):
         self._held_by: dict = {}  # key -> calls held
         self._lock = threading.Condition()
         self._shutdown = False
-        self._threads = [threading.Thread(target=self._work, name=f"{thread_name_prefix}_{i}", daemon=True)
-                         for i in range(max(1, max_workers))]
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{thread_name_prefix}_{i}", daemon=True)
+            for i in range(max(1, max_workers))
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -79,8 +87,9 @@ class FairPool(futures.Executor):
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot submit after shutdown")
-            overflows = (self._overflow is not None and self._limit_per_key
-                         and self._held_by.get(key, 0) >= self._limit_per_key)
+            overflows = (
+                self._overflow is not None and self._limit_per_key and self._held_by.get(key, 0) >= self._limit_per_key
+            )
             if overflows:
                 self._held += 1
                 self._held_by[key] = self._held_by.get(key, 0) + 1

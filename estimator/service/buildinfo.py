@@ -23,16 +23,31 @@ def version() -> str:
 
 def build_info() -> dict[str, str]:
     """karmada_build_info's labels and values, by Karmada's names."""
-    return {"git_version": f"v{version()}", "git_commit": "unknown", "git_short_commit": "unknown",
-            "git_tree_state": "unknown", "build_date": "unknown",
-            "go_version": f"python{platform.python_version()}", "compiler": platform.python_implementation().lower(),
-            "platform": f"{platform.system().lower()}/{platform.machine().lower()}"}
+    return {
+        "git_version": f"v{version()}",
+        "git_commit": "unknown",
+        "git_short_commit": "unknown",
+        "git_tree_state": "unknown",
+        "build_date": "unknown",
+        "go_version": f"python{platform.python_version()}",
+        "compiler": platform.python_implementation().lower(),
+        "platform": f"{platform.system().lower()}/{platform.machine().lower()}",
+    }
 
 
 def version_line(program: str = "karmada-estimator") -> str:
     """As Karmada's `version` subcommand prints it: `<program> version: version.Info{...}`."""
     info = build_info()
-    fields = ", ".join(f'{k}:"{info[v]}"' for k, v in (
-        ("GitVersion", "git_version"), ("GitCommit", "git_commit"), ("GitTreeState", "git_tree_state"),
-        ("BuildDate", "build_date"), ("GoVersion", "go_version"), ("Compiler", "compiler"), ("Platform", "platform")))
+    fields = ", ".join(
+        f'{k}:"{info[v]}"'
+        for k, v in (
+            ("GitVersion", "git_version"),
+            ("GitCommit", "git_commit"),
+            ("GitTreeState", "git_tree_state"),
+            ("BuildDate", "build_date"),
+            ("GoVersion", "go_version"),
+            ("Compiler", "compiler"),
+            ("Platform", "platform"),
+        )
+    )
     return f"{program} version: version.Info{{{fields}}}"

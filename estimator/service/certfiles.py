@@ -39,8 +39,10 @@ def _check(cert_file: str, key_file: str, ca_file: str) -> None:
     try:
         context.load_cert_chain(cert_file, key_file)
     except (OSError, ValueError) as error:
-        raise TLSFilesError(f"--grpc-auth-cert-file {cert_file} / --grpc-auth-key-file "
-                            f"{key_file}: not a certificate and its private key ({error})") from None
+        raise TLSFilesError(
+            f"--grpc-auth-cert-file {cert_file} / --grpc-auth-key-file "
+            f"{key_file}: not a certificate and its private key ({error})"
+        ) from None
     if ca_file:
         try:
             context.load_verify_locations(cafile=ca_file)
@@ -77,8 +79,11 @@ class ServingFiles:
     def _read(self) -> Material:
         _check(self.cert_file, self.key_file, self.ca_file)
         try:
-            return Material(Path(self.key_file).read_bytes(), Path(self.cert_file).read_bytes(),
-                            Path(self.ca_file).read_bytes() if self.ca_file else None)
+            return Material(
+                Path(self.key_file).read_bytes(),
+                Path(self.cert_file).read_bytes(),
+                Path(self.ca_file).read_bytes() if self.ca_file else None,
+            )
         except OSError as error:
             raise TLSFilesError(f"cannot read the gRPC TLS files: {error}") from None
 
@@ -92,8 +97,9 @@ class ServingFiles:
             material = self._read()
         except TLSFilesError as error:
             self._stamp_refused = stamp
-            log.warning("gRPC TLS files changed but cannot be used yet, still serving the previous certificate: %s",
-                        error)
+            log.warning(
+                "gRPC TLS files changed but cannot be used yet, still serving the previous certificate: %s", error
+            )
             return None
         if self._stamp() != stamp:  # changed again while read: take them at the next handshake
             return None

@@ -14,8 +14,8 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 log = logging.getLogger("estimator.http")
 

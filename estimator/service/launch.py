@@ -17,7 +17,8 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from estimator.service.httpendpoints import BindAddressError
 
@@ -43,8 +44,9 @@ def prepare_service() -> None:
     # without a pass here a first compilation's garbage cycles would stay for good (about
     # 400 MB of RSS at 50k nodes with an empty numba cache; 30 ms with a warm one).
     gccontrol.sweep("kernel warm-up")
-    log.info("service imported and kernels loaded in %.2fs while the member file was read",
-             time.perf_counter() - started)
+    log.info(
+        "service imported and kernels loaded in %.2fs while the member file was read", time.perf_counter() - started
+    )
 
 
 def serve(config: ServerConfig, state: ClusterState) -> int:

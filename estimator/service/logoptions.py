@@ -33,16 +33,18 @@ class LogOptions:
     add_dir_header: bool = False
     backtrace_at: tuple[str, int] | None = None
 
-    def validate(self, gates: FeatureGates, *, text_split: bool, text_buffer: int, json_split: bool,
-                 json_buffer: int) -> list[str]:
+    def validate(
+        self, gates: FeatureGates, *, text_split: bool, text_buffer: int, json_split: bool, json_buffer: int
+    ) -> list[str]:
         """component-base's ValidateAndApply: the format must exist and be allowed by its gate,
         split streams and buffers need LoggingAlphaOptions. Returns error strings naming fields."""
         errors = []
         if self.format not in ("text", "json"):
             errors.append(f'--logging-format: format: Invalid value: "{self.format}": Unsupported log format')
         elif self.format == "json" and not gates.enabled("LoggingBetaOptions"):
-            errors.append("--logging-format: format: Forbidden: Log format json is disabled, "
-                          "see LoggingBetaOptions feature")
+            errors.append(
+                "--logging-format: format: Forbidden: Log format json is disabled, see LoggingBetaOptions feature"
+            )
         if not gates.enabled("LoggingAlphaOptions"):
             for given, flag, name in (
                 (text_split, "--log-text-split-stream", "options.text.splitStream"),

@@ -108,8 +108,11 @@ class JsonFormatter(logging.Formatter):
     on errors), plus our "logger" and "level"."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict = {"ts": round(record.created * 1000, 3), "caller": _caller(record),
-                       "msg": record.getMessage().rstrip("\n")}
+        entry: dict = {
+            "ts": round(record.created * 1000, 3),
+            "caller": _caller(record),
+            "msg": record.getMessage().rstrip("\n"),
+        }
         if record.levelno < logging.ERROR:
             entry["v"] = record_v(record)
         entry["logger"] = record.name
@@ -151,8 +154,7 @@ class KlogTextFormatter(logging.Formatter):
             self._second = (second, stamp)
         micros = int((record.created % 1) * 1_000_000)
         letter = "I" if record.levelno < logging.WARNING else record.levelname[:1]  # klog: I W E F only
-        return (f"{letter}{stamp}.{micros:06d} {record.process:7d} "
-                f"{_caller(record, self.add_dir_header)}] {text}")
+        return f"{letter}{stamp}.{micros:06d} {record.process:7d} {_caller(record, self.add_dir_header)}] {text}"
 
 
 class _StderrWrapper:
@@ -164,8 +166,9 @@ class _StderrWrapper:
         read_end, write_end = os.pipe()
         os.dup2(write_end, 2)
         os.close(write_end)
-        self.stream = io.TextIOWrapper(os.fdopen(self.real, "wb", buffering=0), encoding="utf-8",
-                                       line_buffering=True, write_through=True)
+        self.stream = io.TextIOWrapper(
+            os.fdopen(self.real, "wb", buffering=0), encoding="utf-8", line_buffering=True, write_through=True
+        )
         self._reader = threading.Thread(target=self._pump, args=(read_end,), name="stderr-json", daemon=True)
         self._reader.start()
         atexit.register(self.close)
@@ -193,8 +196,14 @@ class _StderrWrapper:
                         continue
                 except ValueError:
                     pass
-                entry = {"ts": round(time.time() * 1000, 3), "caller": "stderr", "msg": line, "v": 0,
-                         "logger": "stderr", "level": "info"}
+                entry = {
+                    "ts": round(time.time() * 1000, 3),
+                    "caller": "stderr",
+                    "msg": line,
+                    "v": 0,
+                    "logger": "stderr",
+                    "level": "info",
+                }
                 # One write per line: the logging handlers share this descriptor.
                 os.write(self.real, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
 
@@ -277,7 +286,8 @@ class _DeferredRequestLog(logging.Handler):
                 if record is _DROPPING:
                     self._dropping = False
                     logging.getLogger(REQUEST_LOGGER).warning(
-                        "request log lines are coming faster than they can be written: %d dropped so far", self.dropped)
+                        "request log lines are coming faster than they can be written: %d dropped so far", self.dropped
+                    )
                     continue
                 try:
                     if type(record) is tuple:
@@ -332,8 +342,9 @@ def _stderr_stream(options: LogOptions):
         sys.stderr.flush()
         _stderr_wrapper = _StderrWrapper()
         # Python-level writes to sys.stderr (a stray print) also pass through the wrapper.
-        sys.stderr = io.TextIOWrapper(os.fdopen(os.dup(2), "wb", buffering=0), encoding="utf-8",
-                                      line_buffering=True, write_through=True)
+        sys.stderr = io.TextIOWrapper(
+            os.fdopen(os.dup(2), "wb", buffering=0), encoding="utf-8", line_buffering=True, write_through=True
+        )
     return _stderr_wrapper.stream
 
 
@@ -379,16 +390,19 @@ def _log_uncaught(kind, value, tb) -> None:
 def _log_uncaught_in_thread(args) -> None:
     if args.exc_type is SystemExit:
         return
-    logging.getLogger("estimator").critical("uncaught exception in thread %s",
-                                            getattr(args.thread, "name", "?"),
-                                            exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+    logging.getLogger("estimator").critical(
+        "uncaught exception in thread %s",
+        getattr(args.thread, "name", "?"),
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+    )
 
 
 def configure(log_format: str = "text", verbosity: int = 0, options: LogOptions | None = None) -> None:
     """Install the handlers for `options` (or just a format and a verbosity)."""
     options = options or LogOptions(format=log_format, verbosity=verbosity)
-    formatter = (JsonFormatter() if options.format == "json"
-                 else KlogTextFormatter(options.skip_headers, options.add_dir_header))
+    formatter = (
+        JsonFormatter() if options.format == "json" else KlogTextFormatter(options.skip_headers, options.add_dir_header)
+    )
     handlers = _handlers(options, formatter)
     verbosity_filter = VerbosityFilter(options.verbosity, options.vmodule)
     for handler in handlers:

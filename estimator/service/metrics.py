@@ -9,10 +9,10 @@ import time
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Gauge
-
-from estimator.service.buildinfo import build_info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
+
+from estimator.service.buildinfo import build_info
 
 prometheus_client.disable_created_metrics()
 
@@ -123,12 +123,17 @@ class EstimatorMetrics:
         prometheus_client.ProcessCollector(registry=self.registry)
         prometheus_client.PlatformCollector(registry=self.registry)
         prometheus_client.GCCollector(registry=self.registry)
-        build = Gauge("karmada_build_info", "The estimator's build, as Karmada's components label theirs.",
-                      BUILD_LABELS, registry=self.registry)
+        build = Gauge(
+            "karmada_build_info",
+            "The estimator's build, as Karmada's components label theirs.",
+            BUILD_LABELS,
+            registry=self.registry,
+        )
         build.labels(**build_info()).set(1)
         self.hot = hot = _RequestPathMetrics()
-        self.requests = hot.family(f"{SUBSYSTEM}_estimating_request_total", "Number of scheduler estimator requests",
-                                   ["result", "type"])
+        self.requests = hot.family(
+            f"{SUBSYSTEM}_estimating_request_total", "Number of scheduler estimator requests", ["result", "type"]
+        )
         self.algorithm_latency = hot.family(
             f"{SUBSYSTEM}_estimating_algorithm_duration_seconds",
             "Estimating algorithm latency in seconds for each step",
@@ -155,17 +160,27 @@ class EstimatorMetrics:
         self.nodes = Gauge(f"{SUBSYSTEM}_cache_nodes", "Nodes in the cluster state.", registry=self.registry)
         self.ready = Gauge(f"{SUBSYSTEM}_ready", "1 when the estimator serves estimates.", registry=self.registry)
         # Live-cache staleness bound (--max-staleness).
-        self.cache_stale = Gauge(f"{SUBSYSTEM}_cache_stale", "1 while the cluster state is older than "
-                                 "--max-staleness (readiness then fails); 0 otherwise or when unset.",
-                                 registry=self.registry)
+        self.cache_stale = Gauge(
+            f"{SUBSYSTEM}_cache_stale",
+            "1 while the cluster state is older than "
+            "--max-staleness (readiness then fails); 0 otherwise or when unset.",
+            registry=self.registry,
+        )
         # How good component-set answers are: each comes with an upper bound (the fraction
         # proven optimal is answers{optimality="proven"} / all answers).
-        self.sets_answers = hot.family(f"{SUBSYSTEM}_component_sets_answers_total", "Component-set answers by "
-                                       "packing mode and whether their upper bound proves them optimal "
-                                       "(proven, unproven, unknown).", ["packing", "optimality"])
-        self.sets_bound_gap = hot.family(f"{SUBSYSTEM}_component_sets_bound_gap_ratio", "For answers not proven "
-                                         "optimal: (upper bound - answer) / upper bound, the most they may miss.",
-                                         ["packing"], bounds=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0))
+        self.sets_answers = hot.family(
+            f"{SUBSYSTEM}_component_sets_answers_total",
+            "Component-set answers by "
+            "packing mode and whether their upper bound proves them optimal "
+            "(proven, unproven, unknown).",
+            ["packing", "optimality"],
+        )
+        self.sets_bound_gap = hot.family(
+            f"{SUBSYSTEM}_component_sets_bound_gap_ratio",
+            "For answers not proven optimal: (upper bound - answer) / upper bound, the most they may miss.",
+            ["packing"],
+            bounds=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+        )
         self.registry.register(hot)
 
     # Each observation below writes into one thread's cells (`store`): an answer's several
@@ -199,8 +214,9 @@ class EstimatorMetrics:
     def observe_plugins(self, extension: str, durations: dict[str, float]) -> None:
         self._plugins_in(self.hot.store(), extension, durations)
 
-    def observe_sets_answer(self, packing: str, sets: int, bound: int | None, durations: dict[str, float] | None,
-                            started: float) -> None:
+    def observe_sets_answer(
+        self, packing: str, sets: int, bound: int | None, durations: dict[str, float] | None, started: float
+    ) -> None:
         """A component-set answer's metrics: observe_plugins (when plugins ran: `durations`),
         observe_optimality and observe_request(success), with one look-up of this thread's cells."""
         store = self.hot.store()
@@ -231,30 +247,46 @@ class WatchCollector:
     def collect(self):
         stats = self._state.stats()
         families = {
-            "events": CounterMetricFamily(f"{SUBSYSTEM}_watch_events", "Watch events applied (bookmarks included).",
-                                          labels=["kind"]),
-            "bookmarks": CounterMetricFamily(f"{SUBSYSTEM}_watch_bookmarks", "Watch bookmarks received.",
-                                             labels=["kind"]),
-            "lists": CounterMetricFamily(f"{SUBSYSTEM}_watch_lists", "Complete (paginated) lists, initial sync "
-                                         "included.", labels=["kind"]),
-            "relists_gone": CounterMetricFamily(f"{SUBSYSTEM}_watch_relists_gone", "Relists forced by 410 Gone.",
-                                                labels=["kind"]),
-            "deleted_by_relist": CounterMetricFamily(f"{SUBSYSTEM}_watch_relist_deletions", "Objects a relist "
-                                                     "removed because the API server no longer had them.",
-                                                     labels=["kind"]),
-            "malformed": CounterMetricFamily(f"{SUBSYSTEM}_watch_malformed_objects", "Objects skipped as "
-                                             "malformed.", labels=["kind"]),
-            "saturated": CounterMetricFamily(f"{SUBSYSTEM}_watch_saturated_objects", "Objects applied with a "
-                                             "request sum beyond int64, counted as int64 max.", labels=["kind"]),
-            "throttled_seconds": CounterMetricFamily(f"{SUBSYSTEM}_watch_throttled_seconds", "Seconds requests "
-                                                     "waited for the --kube-api-qps/--kube-api-burst token bucket.",
-                                                     labels=["kind"]),
+            "events": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_events", "Watch events applied (bookmarks included).", labels=["kind"]
+            ),
+            "bookmarks": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_bookmarks", "Watch bookmarks received.", labels=["kind"]
+            ),
+            "lists": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_lists", "Complete (paginated) lists, initial sync included.", labels=["kind"]
+            ),
+            "relists_gone": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_relists_gone", "Relists forced by 410 Gone.", labels=["kind"]
+            ),
+            "deleted_by_relist": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_relist_deletions",
+                "Objects a relist removed because the API server no longer had them.",
+                labels=["kind"],
+            ),
+            "malformed": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_malformed_objects", "Objects skipped as malformed.", labels=["kind"]
+            ),
+            "saturated": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_saturated_objects",
+                "Objects applied with a request sum beyond int64, counted as int64 max.",
+                labels=["kind"],
+            ),
+            "throttled_seconds": CounterMetricFamily(
+                f"{SUBSYSTEM}_watch_throttled_seconds",
+                "Seconds requests waited for the --kube-api-qps/--kube-api-burst token bucket.",
+                labels=["kind"],
+            ),
         }
-        errors = CounterMetricFamily(f"{SUBSYSTEM}_watch_errors", "List/watch failures by reason.",
-                                     labels=["kind", "reason"])
+        errors = CounterMetricFamily(
+            f"{SUBSYSTEM}_watch_errors", "List/watch failures by reason.", labels=["kind", "reason"]
+        )
         synced = GaugeMetricFamily(f"{SUBSYSTEM}_watch_synced", "1 once the kind has been listed.", labels=["kind"])
-        contact = GaugeMetricFamily(f"{SUBSYSTEM}_watch_seconds_since_contact", "Seconds since the last list, "
-                                    "watch open, event or bookmark of the kind.", labels=["kind"])
+        contact = GaugeMetricFamily(
+            f"{SUBSYSTEM}_watch_seconds_since_contact",
+            "Seconds since the last list, watch open, event or bookmark of the kind.",
+            labels=["kind"],
+        )
         for kind, kind_stats in stats.items():
             for key, family in families.items():
                 family.add_metric([kind], kind_stats[key])

@@ -100,7 +100,8 @@ def server_credentials(config: ServerConfig, files: ServingFiles | None = None) 
         return None if material is None else _certificate_configuration(material)
 
     return grpc.dynamic_ssl_server_credentials(
-        _certificate_configuration(files.current), fetch,
+        _certificate_configuration(files.current),
+        fetch,
         require_client_authentication=bool(config.grpc_client_ca_file) and not config.insecure_skip_grpc_client_verify,
     )
 
@@ -122,15 +123,19 @@ def _health_handler(servicer: health.HealthServicer, pool: futures.ThreadPoolExe
     """grpc.health.v1.Health on `pool`, as add_HealthServicer_to_server wires it otherwise."""
     request, response = health_pb2.HealthCheckRequest, health_pb2.HealthCheckResponse
     handlers = {
-        "Check": grpc.unary_unary_rpc_method_handler(_in_pool(servicer.Check, pool), request.FromString,
-                                                     response.SerializeToString),
-        "Watch": grpc.unary_stream_rpc_method_handler(_in_pool(servicer.Watch, pool, non_blocking=True),
-                                                      request.FromString, response.SerializeToString),
+        "Check": grpc.unary_unary_rpc_method_handler(
+            _in_pool(servicer.Check, pool), request.FromString, response.SerializeToString
+        ),
+        "Watch": grpc.unary_stream_rpc_method_handler(
+            _in_pool(servicer.Watch, pool, non_blocking=True), request.FromString, response.SerializeToString
+        ),
     }
     if hasattr(servicer, "List") and hasattr(health_pb2, "HealthListRequest"):
         handlers["List"] = grpc.unary_unary_rpc_method_handler(
-            _in_pool(servicer.List, pool), health_pb2.HealthListRequest.FromString,
-            health_pb2.HealthListResponse.SerializeToString)
+            _in_pool(servicer.List, pool),
+            health_pb2.HealthListRequest.FromString,
+            health_pb2.HealthListResponse.SerializeToString,
+        )
     return grpc.method_handlers_generic_handler(HEALTH_SERVICE, handlers)
 
 
@@ -154,9 +159,11 @@ class _Admission(grpc.ServerInterceptor):
         self._pool, self._limit, self._tls13 = pool, limit * _ALL_CONNECTIONS, tls13_per_call
 
         def refuse(_requests, context):
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"more than {limit * _ALL_CONNECTIONS} calls in flight over all connections "
-                          f"({_ALL_CONNECTIONS} x --max-concurrent-requests); try again later")
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"more than {limit * _ALL_CONNECTIONS} calls in flight over all connections "
+                f"({_ALL_CONNECTIONS} x --max-concurrent-requests); try again later",
+            )
 
         # Streaming in: the refusal never reads (nor decodes) the request, whatever its size.
         self._refusal = grpc.stream_unary_rpc_method_handler(_in_pool(refuse, refusals))
@@ -165,13 +172,13 @@ class _Admission(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        if self._limit and self._pool.held >= self._limit and handler_call_details.method.startswith(
-                _ESTIMATOR_PREFIX):
+        if self._limit and self._pool.held >= self._limit and handler_call_details.method.startswith(_ESTIMATOR_PREFIX):
             return self._refusal
         if self._tls13:
             kinds = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-            return handler._replace(**{kind: _tls13_only(getattr(handler, kind)) for kind in kinds
-                                       if getattr(handler, kind) is not None})
+            return handler._replace(
+                **{kind: _tls13_only(getattr(handler, kind)) for kind in kinds if getattr(handler, kind) is not None}
+            )
         return handler
 
 
@@ -179,8 +186,10 @@ def _tls13_only(behavior):
     def run(request, context, *args, **kwargs):
         versions = context.auth_context().get("ssl_tls_version")
         if versions and versions[0] != _TLS13:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"TLS 1.3 is required, this connection uses "
-                                                       f"{versions[0].decode(errors='replace')}")
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"TLS 1.3 is required, this connection uses {versions[0].decode(errors='replace')}",
+            )
         return behavior(request, context, *args, **kwargs)
 
     for name in ("experimental_thread_pool", "experimental_non_blocking"):
@@ -197,8 +206,12 @@ class EstimatorServer:
         self.metrics.register_state(state)
         budget = config.request_memory_bytes
         self.budget = MemoryBudget(budget)
-        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget,
-                                   **({"memo_bytes": budget // 8} if budget > 0 else {}))
+        self.estimator = Estimator(
+            self._ready_snapshot,
+            packing=config.packing,
+            best_budget=config.best_budget,
+            **({"memo_bytes": budget // 8} if budget > 0 else {}),
+        )
         self.kernels_warm = False
         self._memory_settled = False
         self._ready = False  # readiness: can estimate, and not draining
@@ -227,12 +240,22 @@ class EstimatorServer:
             # window to the message's size), not megabytes.
             ("grpc.http2.bdp_probe", 0),
         ]
-        self._side_pools = [futures.ThreadPoolExecutor(_HEALTH_THREADS, thread_name_prefix="health"),
-                            futures.ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="refuse")]
-        self._pool = FairPool(max(1, self.config.parallelism), thread_name_prefix="rpc",
-                              limit_per_key=self.config.max_concurrent_requests, overflow=self._side_pools[1])
-        admission = _Admission(self._pool, self.config.max_concurrent_requests, self._side_pools[1],
-                               tls13_per_call=self._tls_files is not None and not tlsfloor.transport_floor())
+        self._side_pools = [
+            futures.ThreadPoolExecutor(_HEALTH_THREADS, thread_name_prefix="health"),
+            futures.ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="refuse"),
+        ]
+        self._pool = FairPool(
+            max(1, self.config.parallelism),
+            thread_name_prefix="rpc",
+            limit_per_key=self.config.max_concurrent_requests,
+            overflow=self._side_pools[1],
+        )
+        admission = _Admission(
+            self._pool,
+            self.config.max_concurrent_requests,
+            self._side_pools[1],
+            tls13_per_call=self._tls_files is not None and not tlsfloor.transport_floor(),
+        )
         # No maximum_concurrent_rpcs: gRPC's own limit counts health checks too.
         server = grpc.server(self._pool, options=options, interceptors=(admission,))
         servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics, self.budget)
@@ -247,8 +270,10 @@ class EstimatorServer:
         sent it to the refusal thread, see admission.FairPool)."""
         if not self._pool.overflowing():
             return None
-        return (f"more than {self.config.max_concurrent_requests} calls in flight on this connection "
-                f"(--max-concurrent-requests); try again later")
+        return (
+            f"more than {self.config.max_concurrent_requests} calls in flight on this connection "
+            f"(--max-concurrent-requests); try again later"
+        )
 
     def _bind_grpc(self) -> int:
         address = f"{self.config.server_bind_address}:{self.config.server_port}"
@@ -301,9 +326,12 @@ class EstimatorServer:
         if stale != self._stale:
             self._stale = stale
             if stale:
-                log.error("cluster state is %.0fs old, past --max-staleness %gs: not ready until it is current "
-                          "again (%s)", self.state.staleness_seconds(), self.config.max_staleness,
-                          self.state.describe())
+                log.error(
+                    "cluster state is %.0fs old, past --max-staleness %gs: not ready until it is current again (%s)",
+                    self.state.staleness_seconds(),
+                    self.config.max_staleness,
+                    self.state.describe(),
+                )
             else:
                 log.info("cluster state current again (staleness %.1fs)", self.state.staleness_seconds())
         self.metrics.cache_stale.set(1 if stale else 0)
@@ -347,8 +375,11 @@ class EstimatorServer:
         # RSS on a small member) come back from the file if something compiles again.
         released = procmem.release_clean_file_pages("libllvmlite")
         procmem.trim_heap()  # the parsed member document's freed pages (under PYTHONMALLOC=malloc)
-        log.info("released %.0f MB of LLVM library pages after warm-up; memory now %s", released,
-                 ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()))
+        log.info(
+            "released %.0f MB of LLVM library pages after warm-up; memory now %s",
+            released,
+            ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()),
+        )
 
     # --- HTTP routes --------------------------------------------------------------
     def _healthz(self):
@@ -362,9 +393,12 @@ class EstimatorServer:
             f"    cache staleness: {self.state.staleness_seconds():.1f}s",
         ]
         if self.config.max_staleness > 0:
-            lines.insert(2, f"[{'-' if self._stale else '+'}] cache staleness within --max-staleness "
-                            f"{self.config.max_staleness:g}s")
-        body = ("\n".join(lines) + "\n" + ("readyz check passed" if self._ready else "readyz check failed") + "\n")
+            lines.insert(
+                2,
+                f"[{'-' if self._stale else '+'}] cache staleness within --max-staleness "
+                f"{self.config.max_staleness:g}s",
+            )
+        body = "\n".join(lines) + "\n" + ("readyz check passed" if self._ready else "readyz check failed") + "\n"
         return (200 if self._ready else 503), "text/plain", body.encode()
 
     def _metrics_page(self):
@@ -379,8 +413,12 @@ class EstimatorServer:
         for endpoint in self._http:
             endpoint.start()
         self._grpc.start()
-        log.info("gRPC Estimator for cluster %s listening on port %d (packing %s)",
-                 self.config.cluster_name, self.port, self.config.packing)
+        log.info(
+            "gRPC Estimator for cluster %s listening on port %d (packing %s)",
+            self.config.cluster_name,
+            self.port,
+            self.config.packing,
+        )
         self.state.start()
         threading.Thread(target=self._warm_up, name="warmup", daemon=True).start()
         threading.Thread(target=self._monitor, name="readiness", daemon=True).start()

@@ -13,7 +13,7 @@ project reads a kind differently on purpose (Volcano Job gangs, FlinkDeployment 
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from scheduler_client.interpreters import flink, jobset, kubeflow, lws, ray, spark, trainer, volcano
 from scheduler_client.interpreters.common import InterpretError, Job
@@ -38,9 +38,18 @@ INTERPRETERS: dict[tuple[str, str], Interpreter] = {
 # Interpreters that read a kind two ways: ours, and Karmada's (karmada_compatible).
 _TWO_READINGS = frozenset({("batch.volcano.sh", "Job"), ("flink.apache.org", "FlinkDeployment")})
 # Kinds Karmada's built-in interpreter gives components for (componentResource, v1.18).
-KARMADA_BUILTIN = frozenset({("kubeflow.org", "PyTorchJob"), ("kubeflow.org", "TFJob"), ("kubeflow.org", "MPIJob"),
-                             ("ray.io", "RayCluster"), ("ray.io", "RayJob"), ("batch.volcano.sh", "Job"),
-                             ("flink.apache.org", "FlinkDeployment"), ("sparkoperator.k8s.io", "SparkApplication")})
+KARMADA_BUILTIN = frozenset(
+    {
+        ("kubeflow.org", "PyTorchJob"),
+        ("kubeflow.org", "TFJob"),
+        ("kubeflow.org", "MPIJob"),
+        ("ray.io", "RayCluster"),
+        ("ray.io", "RayJob"),
+        ("batch.volcano.sh", "Job"),
+        ("flink.apache.org", "FlinkDeployment"),
+        ("sparkoperator.k8s.io", "SparkApplication"),
+    }
+)
 
 
 def supported_kinds() -> list[str]:
@@ -62,8 +71,10 @@ def interpret(manifest: Mapping, related: Sequence[Mapping] = (), karmada_compat
     interpreter = INTERPRETERS.get((group, kind))
     if interpreter is None:
         api_version = manifest.get("apiVersion") or "no apiVersion"
-        raise InterpretError("kind", f"unsupported job kind {kind or '<none>'} ({api_version}); "
-                                     f"supported: {', '.join(supported_kinds())}")
+        raise InterpretError(
+            "kind",
+            f"unsupported job kind {kind or '<none>'} ({api_version}); supported: {', '.join(supported_kinds())}",
+        )
     if (group, kind) in _TWO_READINGS:
         return interpreter(manifest, related, karmada_compatible=karmada_compatible)
     return interpreter(manifest, related)

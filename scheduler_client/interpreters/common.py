@@ -13,9 +13,10 @@ Errors name the field (`spec.pytorchReplicaSpecs.Worker.replicas`); the caller a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import (
     NODE_SELECTOR_OPERATORS,
@@ -123,8 +124,14 @@ def metadata(manifest: Mapping) -> tuple[str, str]:
 
 def make_job(manifest: Mapping, components: Sequence[Component], notes: Sequence[str] = ()) -> Job:
     namespace, name = metadata(manifest)
-    return Job(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")), namespace, name,
-               tuple(components), tuple(notes))
+    return Job(
+        str(manifest.get("apiVersion", "")),
+        str(manifest.get("kind", "")),
+        namespace,
+        name,
+        tuple(components),
+        tuple(notes),
+    )
 
 
 # --- node claims ------------------------------------------------------------------------
@@ -134,8 +141,9 @@ def _requirement(raw: Any, field: str) -> NodeSelectorRequirement:
     raw = mapping(raw, field)
     operator = raw.get("operator", "")
     if operator not in NODE_SELECTOR_OPERATORS:
-        raise InterpretError(f"{field}.operator", f"unknown operator {operator!r} "
-                                                  f"(one of {', '.join(NODE_SELECTOR_OPERATORS)})")
+        raise InterpretError(
+            f"{field}.operator", f"unknown operator {operator!r} (one of {', '.join(NODE_SELECTOR_OPERATORS)})"
+        )
     values = tuple(str(v) for v in sequence(raw.get("values"), f"{field}.values"))
     return NodeSelectorRequirement(str(raw.get("key", "")), operator, values)
 
@@ -148,10 +156,14 @@ def affinity_terms(raw_terms: Any, field: str) -> tuple[NodeSelectorTerm, ...] |
     terms = []
     for i, term in enumerate(raw_terms):
         term = mapping(term, f"{field}[{i}]")
-        exprs = tuple(_requirement(r, f"{field}[{i}].matchExpressions[{j}]")
-                      for j, r in enumerate(sequence(term.get("matchExpressions"), f"{field}[{i}].matchExpressions")))
-        fields = tuple(_requirement(r, f"{field}[{i}].matchFields[{j}]")
-                       for j, r in enumerate(sequence(term.get("matchFields"), f"{field}[{i}].matchFields")))
+        exprs = tuple(
+            _requirement(r, f"{field}[{i}].matchExpressions[{j}]")
+            for j, r in enumerate(sequence(term.get("matchExpressions"), f"{field}[{i}].matchExpressions"))
+        )
+        fields = tuple(
+            _requirement(r, f"{field}[{i}].matchFields[{j}]")
+            for j, r in enumerate(sequence(term.get("matchFields"), f"{field}[{i}].matchFields"))
+        )
         terms.append(NodeSelectorTerm(exprs, fields))
     return tuple(terms)
 
@@ -163,9 +175,15 @@ def tolerations(raw: Any, field: str) -> tuple[Toleration, ...]:
         seconds = t.get("tolerationSeconds")
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
             raise InterpretError(f"{field}[{i}].tolerationSeconds", f"must be an integer, got {seconds!r}")
-        parsed.append(Toleration(key=str(t.get("key") or ""), operator=str(t.get("operator") or ""),
-                                 value=str(t.get("value") or ""), effect=str(t.get("effect") or ""),
-                                 toleration_seconds=seconds))
+        parsed.append(
+            Toleration(
+                key=str(t.get("key") or ""),
+                operator=str(t.get("operator") or ""),
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+                toleration_seconds=seconds,
+            )
+        )
     return tuple(parsed)
 
 
@@ -175,8 +193,9 @@ def node_selector(raw: Any, field: str) -> tuple[tuple[str, str], ...]:
 
 def claim_from_pod_spec(spec: Mapping, field: str) -> NodeClaim:
     affinity_field = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-    raw_terms = get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                    "nodeSelectorTerms")
+    raw_terms = get(
+        spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+    )
     return NodeClaim(
         node_selector=node_selector(spec.get("nodeSelector"), f"{field}.nodeSelector"),
         affinity_terms=affinity_terms(raw_terms, affinity_field),

@@ -25,8 +25,9 @@ reading notes where the other differs.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, quantity_to_int
 from scheduler_client.interpreters.common import (
@@ -49,11 +50,21 @@ TASK_SLOTS_KEY = "taskmanager.numberOfTaskSlots"
 # Flink's MemorySize units (all binary); a bare number is bytes.
 _FLINK_MEMORY = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 _FLINK_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 2**10, "kb": 2**10, "kibibytes": 2**10,
-    "m": 2**20, "mb": 2**20, "mebibytes": 2**20,
-    "g": 2**30, "gb": 2**30, "gibibytes": 2**30,
-    "t": 2**40, "tb": 2**40, "tebibytes": 2**40,
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    "k": 2**10,
+    "kb": 2**10,
+    "kibibytes": 2**10,
+    "m": 2**20,
+    "mb": 2**20,
+    "mebibytes": 2**20,
+    "g": 2**30,
+    "gb": 2**30,
+    "gibibytes": 2**30,
+    "t": 2**40,
+    "tb": 2**40,
+    "tebibytes": 2**40,
 }
 
 
@@ -66,8 +77,9 @@ def flink_memory_bytes(value: Any, field: str) -> tuple[int, bool]:
     try:
         return quantity_to_int(MEMORY, text.strip()), False
     except QuantityError:
-        raise InterpretError(field, f"{text!r} is neither a Flink memory size (2048m, 2g) "
-                                    "nor a Kubernetes quantity (2Gi)") from None
+        raise InterpretError(
+            field, f"{text!r} is neither a Flink memory size (2048m, 2g) nor a Kubernetes quantity (2Gi)"
+        ) from None
 
 
 def cpu_millicores(value: Any, field: str) -> int:
@@ -94,35 +106,46 @@ def _claim(specs: Sequence[tuple[Mapping, str]]) -> tuple[NodeClaim, str]:
     terms_field = f"{affinity_field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     terms = get(affinity, "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
     priority, _ = _pod_spec_field(specs, "priorityClassName")
-    claim = NodeClaim(node_selector(selector, selector_field), affinity_terms(terms, terms_field),
-                      tolerations(tols, tols_field))
+    claim = NodeClaim(
+        node_selector(selector, selector_field), affinity_terms(terms, terms_field), tolerations(tols, tols_field)
+    )
     return claim, str(priority or "")
 
 
 def karmada_memory_bytes(value: Any, field: str) -> int:
     """Memory as Karmada's Lua reads it: kube.getResourceQuantity of a quantity string."""
     if not isinstance(value, str):
-        raise InterpretError(field, f"Karmada's interpreter takes only a quantity string here, got {value!r}: "
-                                    "its GetComponents fails (kube.getResourceQuantity)")
+        raise InterpretError(
+            field,
+            f"Karmada's interpreter takes only a quantity string here, got {value!r}: "
+            "its GetComponents fails (kube.getResourceQuantity)",
+        )
     try:
         return quantity_to_int(MEMORY, value.strip())
     except QuantityError:
-        raise InterpretError(field, f"Karmada's interpreter cannot read {value!r} as a Kubernetes quantity: its "
-                                    "GetComponents fails (kube.getResourceQuantity); Flink reads it as "
-                                    f"{flink_memory_bytes(value, field)[0]} bytes") from None
+        raise InterpretError(
+            field,
+            f"Karmada's interpreter cannot read {value!r} as a Kubernetes quantity: its "
+            "GetComponents fails (kube.getResourceQuantity); Flink reads it as "
+            f"{flink_memory_bytes(value, field)[0]} bytes",
+        ) from None
 
 
 def _memory(memory: Any, field: str, notes: list[str], karmada_compatible: bool) -> int:
     flink, flink_unit = flink_memory_bytes(memory, field)
     if not karmada_compatible:
         if flink_unit:
-            notes.append(f"{field} {memory!r} read as a Flink size ({flink} bytes); Karmada's interpreter reads it "
-                         "as a Kubernetes quantity")
+            notes.append(
+                f"{field} {memory!r} read as a Flink size ({flink} bytes); Karmada's interpreter reads it "
+                "as a Kubernetes quantity"
+            )
         return flink
     karmada = karmada_memory_bytes(memory, field)
     if karmada != flink:
-        notes.append(f"{field} {memory!r} read as Karmada reads it, a Kubernetes quantity ({karmada} bytes); the "
-                     f"Flink operator gives the pod {flink} bytes")
+        notes.append(
+            f"{field} {memory!r} read as Karmada reads it, a Kubernetes quantity ({karmada} bytes); the "
+            f"Flink operator gives the pod {flink} bytes"
+        )
     return karmada
 
 
@@ -137,11 +160,16 @@ def _component_shape(manifest: Mapping, key: str, namespace: str, notes: list[st
     if karmada_compatible:
         # Karmada's Lua: spec.podTemplate only, no node affinity, no per-component podTemplate.
         template = mapping(get(manifest, "spec", "podTemplate", "spec"), "spec.podTemplate.spec")
-        claim = NodeClaim(node_selector(template.get("nodeSelector"), "spec.podTemplate.spec.nodeSelector"), None,
-                          tolerations(template.get("tolerations"), "spec.podTemplate.spec.tolerations"))
+        claim = NodeClaim(
+            node_selector(template.get("nodeSelector"), "spec.podTemplate.spec.nodeSelector"),
+            None,
+            tolerations(template.get("tolerations"), "spec.podTemplate.spec.tolerations"),
+        )
         return shape(requests, claim, namespace, str(template.get("priorityClassName") or ""))
-    pod_specs = [(mapping(get(spec, "podTemplate", "spec"), f"{field}.podTemplate.spec"), f"{field}.podTemplate.spec"),
-                 (mapping(get(manifest, "spec", "podTemplate", "spec"), "spec.podTemplate.spec"), "spec.podTemplate.spec")]
+    pod_specs = [
+        (mapping(get(spec, "podTemplate", "spec"), f"{field}.podTemplate.spec"), f"{field}.podTemplate.spec"),
+        (mapping(get(manifest, "spec", "podTemplate", "spec"), "spec.podTemplate.spec"), "spec.podTemplate.spec"),
+    ]
     claim, priority = _claim(pod_specs)
     return shape(requests, claim, namespace, priority)
 
@@ -151,8 +179,9 @@ def _taskmanager_replicas(manifest: Mapping) -> int:
     if explicit is not None and explicit != "":
         return replicas(explicit, "spec.taskManager.replicas")
     parallelism = number(get(manifest, "spec", "job", "parallelism"), "spec.job.parallelism")
-    slots = number(get(manifest, "spec", "flinkConfiguration", TASK_SLOTS_KEY),
-                   f"spec.flinkConfiguration.{TASK_SLOTS_KEY}")
+    slots = number(
+        get(manifest, "spec", "flinkConfiguration", TASK_SLOTS_KEY), f"spec.flinkConfiguration.{TASK_SLOTS_KEY}"
+    )
     if parallelism is None or slots is None or slots == 0:
         return 1
     return ceil_div(parallelism, slots)
@@ -161,9 +190,14 @@ def _taskmanager_replicas(manifest: Mapping) -> int:
 def flinkdeployment(manifest: Mapping, related: Sequence[Mapping] = (), karmada_compatible: bool = False) -> Job:
     namespace, _ = metadata(manifest)
     notes: list[str] = []
-    jobmanager = Component("jobmanager", replicas(get(manifest, "spec", "jobManager", "replicas"),
-                                                  "spec.jobManager.replicas"),
-                           _component_shape(manifest, "jobManager", namespace, notes, karmada_compatible))
-    taskmanager = Component("taskmanager", _taskmanager_replicas(manifest),
-                            _component_shape(manifest, "taskManager", namespace, notes, karmada_compatible))
+    jobmanager = Component(
+        "jobmanager",
+        replicas(get(manifest, "spec", "jobManager", "replicas"), "spec.jobManager.replicas"),
+        _component_shape(manifest, "jobManager", namespace, notes, karmada_compatible),
+    )
+    taskmanager = Component(
+        "taskmanager",
+        _taskmanager_replicas(manifest),
+        _component_shape(manifest, "taskManager", namespace, notes, karmada_compatible),
+    )
     return make_job(manifest, (jobmanager, taskmanager), notes)

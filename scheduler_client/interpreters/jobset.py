@@ -8,7 +8,7 @@ at the same time as it (conservative: the JobSet may start it only later); the j
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from estimator.api import Component
 from scheduler_client.interpreters.common import (
@@ -45,11 +45,15 @@ def replicated_job_components(jobset_spec: Mapping, field: str, namespace: str) 
             raise InterpretError(f"{job_field}.name", f"duplicate replicatedJob name {name!r}")
         seen.add(name)
         job_spec = mapping(get(job, "template", "spec"), f"{job_field}.template.spec")
-        count = replicas(job.get("replicas"), f"{job_field}.replicas") * pods_per_job(job_spec, f"{job_field}.template.spec")
+        count = replicas(job.get("replicas"), f"{job_field}.replicas") * pods_per_job(
+            job_spec, f"{job_field}.template.spec"
+        )
         components.append(component(name, count, job_spec.get("template"), namespace, f"{job_field}.template.spec"))
         for dependency in sequence(job.get("dependsOn"), f"{job_field}.dependsOn"):
-            notes.append(f"{name} depends on {get(dependency, 'name', default='?')}: counted as running at the same "
-                         "time (conservative)")
+            notes.append(
+                f"{name} depends on {get(dependency, 'name', default='?')}: counted as running at the same "
+                "time (conservative)"
+            )
     return components, notes
 
 

@@ -18,13 +18,14 @@ MPIJob, which skips it as Karmada does.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler_client.interpreters.common import Job, component, make_job, mapping, metadata, replicas
 
 
-def _fixed_types(manifest: Mapping, specs_field: str, order: tuple[tuple[str, str], ...],
-                 any_case: bool = False) -> Job:
+def _fixed_types(
+    manifest: Mapping, specs_field: str, order: tuple[tuple[str, str], ...], any_case: bool = False
+) -> Job:
     namespace, _ = metadata(manifest)
     specs = mapping(mapping(manifest.get("spec"), "spec").get(specs_field), f"spec.{specs_field}")
     components = []
@@ -46,9 +47,17 @@ def pytorchjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
 
 
 def tfjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
-    return _fixed_types(manifest, "tfReplicaSpecs", (
-        ("PS", "ps"), ("Worker", "worker"), ("Chief", "chief"), ("Master", "master"), ("Evaluator", "evaluator"),
-    ))
+    return _fixed_types(
+        manifest,
+        "tfReplicaSpecs",
+        (
+            ("PS", "ps"),
+            ("Worker", "worker"),
+            ("Chief", "chief"),
+            ("Master", "master"),
+            ("Evaluator", "evaluator"),
+        ),
+    )
 
 
 def xgboostjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:

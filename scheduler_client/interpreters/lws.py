@@ -11,11 +11,18 @@ ResourceInterpreterCustomization that returns them.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from estimator.api import Component
-from scheduler_client.interpreters.common import InterpretError, Job, make_job, mapping, metadata, replicas, \
-    shape_from_template
+from scheduler_client.interpreters.common import (
+    InterpretError,
+    Job,
+    make_job,
+    mapping,
+    metadata,
+    replicas,
+    shape_from_template,
+)
 
 
 def leaderworkerset(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
@@ -34,6 +41,11 @@ def leaderworkerset(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
         leader_field, leader_template = "spec.leaderWorkerTemplate.workerTemplate", template["workerTemplate"]
     components = [Component("leader", groups, shape_from_template(leader_template, namespace, leader_field))]
     if size > 1:
-        components.append(Component("worker", groups * (size - 1), shape_from_template(
-            template["workerTemplate"], namespace, "spec.leaderWorkerTemplate.workerTemplate")))
+        components.append(
+            Component(
+                "worker",
+                groups * (size - 1),
+                shape_from_template(template["workerTemplate"], namespace, "spec.leaderWorkerTemplate.workerTemplate"),
+            )
+        )
     return make_job(manifest, components)

@@ -11,7 +11,7 @@ A RayJob without rayClusterSpec (it targets an existing cluster) has no componen
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from estimator.api import Component, ReplicaShape
 from scheduler_client.interpreters.common import (
@@ -41,8 +41,10 @@ def _cluster_components(cluster_spec: Mapping, field: str, namespace: str) -> tu
         count = replicas(group.get("replicas"), f"{group_field}.replicas", default=0)
         hosts = replicas(group.get("numOfHosts"), f"{group_field}.numOfHosts", default=1)
         if hosts > 1:
-            notes.append(f"{name}: {count} replicas x {hosts} hosts = {count * hosts} pods "
-                         f"(Karmada's interpreter counts {count})")
+            notes.append(
+                f"{name}: {count} replicas x {hosts} hosts = {count * hosts} pods "
+                f"(Karmada's interpreter counts {count})"
+            )
             count *= hosts
         if group.get("template") is None:
             components.append(Component(str(name), count, ReplicaShape(namespace=namespace)))
@@ -62,6 +64,7 @@ def rayjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
     cluster_spec = get(manifest, "spec", "rayClusterSpec")
     if cluster_spec is None:
         return make_job(manifest, (), ("no spec.rayClusterSpec: the RayJob runs on an existing RayCluster",))
-    components, notes = _cluster_components(mapping(cluster_spec, "spec.rayClusterSpec"), "spec.rayClusterSpec",
-                                            namespace)
+    components, notes = _cluster_components(
+        mapping(cluster_spec, "spec.rayClusterSpec"), "spec.rayClusterSpec", namespace
+    )
     return make_job(manifest, components, notes)

@@ -20,8 +20,9 @@ default for these settings) where Karmada's interpreter fails.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, quantity_to_int
 from scheduler_client.interpreters.common import (
@@ -46,8 +47,19 @@ JVM_OVERHEAD_FACTOR = Decimal("0.10")
 NON_JVM_OVERHEAD_FACTOR = Decimal("0.40")
 MIN_OVERHEAD_BYTES = 384 * 2**20
 _JAVA_SIZE = re.compile(r"^(\d+(?:\.\d*)?)([a-z]*)$")
-_JAVA_UNITS = {"b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30,
-               "t": 2**40, "tb": 2**40, "p": 2**50, "pb": 2**50}
+_JAVA_UNITS = {
+    "b": 1,
+    "k": 2**10,
+    "kb": 2**10,
+    "m": 2**20,
+    "mb": 2**20,
+    "g": 2**30,
+    "gb": 2**30,
+    "t": 2**40,
+    "tb": 2**40,
+    "p": 2**50,
+    "pb": 2**50,
+}
 
 
 def java_memory_bytes(value: Any, field: str, notes: list[str]) -> Decimal:
@@ -78,8 +90,9 @@ def _cpu(role: Mapping, field: str, notes: list[str]) -> int:
             amount = quantity_to_int(CPU, str(role["coreRequest"]))
         except QuantityError as error:
             raise InterpretError(f"{field}.coreRequest", str(error)) from None
-        notes.append(f"{field}.coreRequest {role['coreRequest']} is the pod's cpu request "
-                     "(Karmada's interpreter uses cores)")
+        notes.append(
+            f"{field}.coreRequest {role['coreRequest']} is the pod's cpu request (Karmada's interpreter uses cores)"
+        )
         return amount
     cores = number(role.get("cores"), f"{field}.cores")
     return ceil_div((Decimal(1) if cores is None else cores) * 1000, Decimal(1))
@@ -96,12 +109,12 @@ def _gpu(role: Mapping, field: str) -> dict[str, int]:
 
 def _claim(role: Mapping, spec: Mapping, field: str) -> NodeClaim:
     selector_source, selector_field = (role, field) if role.get("nodeSelector") is not None else (spec, "spec")
-    terms = get(role, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                "nodeSelectorTerms")
+    terms = get(role, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
     return NodeClaim(
         node_selector(selector_source.get("nodeSelector"), f"{selector_field}.nodeSelector"),
-        affinity_terms(terms, f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                              ".nodeSelectorTerms"),
+        affinity_terms(
+            terms, f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        ),
         tolerations(role.get("tolerations"), f"{field}.tolerations"),
     )
 

@@ -21,7 +21,8 @@ resourcesPerNode); the job's notes say so.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from scheduler_client.interpreters.common import (
     InterpretError,
@@ -113,15 +114,18 @@ def trainjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
         pod_spec: dict = {"containers": [{"name": TRAINER_CONTAINER, "resources": resources or {}}]}
         _apply_overrides(pod_spec, overrides.get(TRAINER_JOB, ()))
         node = component(TRAINER_JOB, num_nodes, {"spec": pod_spec}, namespace, "spec.trainer")
-        note = (f"runtime {runtime_name} is not in the job file: only the {num_nodes} trainer node(s) are counted; "
-                "add the runtime as another YAML document to count its other jobs")
+        note = (
+            f"runtime {runtime_name} is not in the job file: only the {num_nodes} trainer node(s) are counted; "
+            "add the runtime as another YAML document to count its other jobs"
+        )
         return make_job(manifest, (node,), (note,))
 
     launcher_is_node = bool(get(runtime, "spec", "mlPolicy", "mpi", "runLauncherAsNode"))
     field = "spec.template.spec (runtime)"
     components, notes = [], []
-    for i, job in enumerate(sequence(get(runtime, "spec", "template", "spec", "replicatedJobs"),
-                                     f"{field}.replicatedJobs")):
+    for i, job in enumerate(
+        sequence(get(runtime, "spec", "template", "spec", "replicatedJobs"), f"{field}.replicatedJobs")
+    ):
         job_field = f"{field}.replicatedJobs[{i}]"
         job = mapping(job, job_field)
         name = str(job.get("name") or "")
@@ -131,21 +135,25 @@ def trainjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
         template = copy.deepcopy(mapping(job_spec.get("template"), f"{job_field}.template.spec.template"))
         pod_spec = template.setdefault("spec", {})
         if _is_trainer_step(job):
-            count = max(num_nodes - (1 if launcher_is_node else 0), 0) * replicas(job.get("replicas"),
-                                                                                  f"{job_field}.replicas")
+            count = max(num_nodes - (1 if launcher_is_node else 0), 0) * replicas(
+                job.get("replicas"), f"{job_field}.replicas"
+            )
             if resources is not None:
                 _set_node_resources(pod_spec, resources)
         else:
-            count = replicas(job.get("replicas"), f"{job_field}.replicas") * pods_per_job(job_spec,
-                                                                                          f"{job_field}.template.spec")
+            count = replicas(job.get("replicas"), f"{job_field}.replicas") * pods_per_job(
+                job_spec, f"{job_field}.template.spec"
+            )
         _apply_overrides(pod_spec, overrides.get(name, ()))
         components.append(component(name, count, template, namespace, f"{job_field}.template.spec"))
         for dependency in sequence(job.get("dependsOn"), f"{job_field}.dependsOn"):
-            notes.append(f"{name} depends on {get(dependency, 'name', default='?')}: counted as running at the same "
-                         "time (conservative)")
+            notes.append(
+                f"{name} depends on {get(dependency, 'name', default='?')}: counted as running at the same "
+                "time (conservative)"
+            )
     unknown = sorted(set(overrides) - {c.name for c in components})
     if unknown:
-        raise InterpretError("spec.podSpecOverrides", f"target jobs {', '.join(unknown)} are not in runtime "
-                                                      f"{runtime_name}")
+        raise InterpretError(
+            "spec.podSpecOverrides", f"target jobs {', '.join(unknown)} are not in runtime {runtime_name}"
+        )
     return make_job(manifest, components, notes)
-

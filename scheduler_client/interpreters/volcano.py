@@ -16,7 +16,7 @@ notes where the other differs.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler_client.interpreters.common import (
     InterpretError,
@@ -64,15 +64,19 @@ def volcano_job(manifest: Mapping, related: Sequence[Mapping] = (), karmada_comp
         task_min.append(None if given is None or given == "" else replicas(given, f"{field}.minAvailable"))
         karmada_counts.append(replicas(given, f"{field}.minAvailable"))
         if not karmada_compatible and task_min[-1] is not None and task_min[-1] > task_replicas[-1]:
-            raise InterpretError(f"{field}.minAvailable", f"{task_min[-1]} is more than the task's replicas "
-                                                          f"{task_replicas[-1]} (Volcano refuses the job)")
+            raise InterpretError(
+                f"{field}.minAvailable",
+                f"{task_min[-1]} is more than the task's replicas {task_replicas[-1]} (Volcano refuses the job)",
+            )
     job_min = replicas(spec.get("minAvailable"), "spec.minAvailable", default=0)
     if karmada_compatible:  # Karmada validates none of this; Volcano in the member does
         task_replicas = [max(r, m or 0) for r, m in zip(task_replicas, task_min)]
         job_min = min(job_min, sum(task_replicas))
     if job_min > sum(task_replicas):
-        raise InterpretError("spec.minAvailable", f"{job_min} is more than the tasks' replicas in total "
-                                                  f"{sum(task_replicas)} (Volcano refuses the job)")
+        raise InterpretError(
+            "spec.minAvailable",
+            f"{job_min} is more than the tasks' replicas in total {sum(task_replicas)} (Volcano refuses the job)",
+        )
     volcano_counts = gang_counts(task_replicas, task_min, job_min)
     counts = karmada_counts if karmada_compatible else volcano_counts
     notes = []
@@ -80,11 +84,17 @@ def volcano_job(manifest: Mapping, related: Sequence[Mapping] = (), karmada_comp
         per_task = ", ".join(f"{n} {v}" for n, v in zip(names, volcano_counts))
         karmada = ", ".join(f"{n} {k}" for n, k in zip(names, karmada_counts))
         if karmada_compatible:
-            notes.append(f"tasks read as Karmada's interpreter reads them (minAvailable, default 1; the job's "
-                         f"minAvailable ignored): {karmada}; Volcano's gang in the member needs {per_task}")
+            notes.append(
+                f"tasks read as Karmada's interpreter reads them (minAvailable, default 1; the job's "
+                f"minAvailable ignored): {karmada}; Volcano's gang in the member needs {per_task}"
+            )
         else:
-            notes.append(f"tasks read as Volcano's gang needs them (minAvailable defaulted to replicas, the job's "
-                         f"minAvailable honoured): {per_task}; Karmada's interpreter counts {karmada}")
-    components = [component(name, count, task["template"], namespace, f"spec.tasks[{i}]")
-                  for i, (name, count, task) in enumerate(zip(names, counts, tasks))]
+            notes.append(
+                f"tasks read as Volcano's gang needs them (minAvailable defaulted to replicas, the job's "
+                f"minAvailable honoured): {per_task}; Karmada's interpreter counts {karmada}"
+            )
+    components = [
+        component(name, count, task["template"], namespace, f"spec.tasks[{i}]")
+        for i, (name, count, task) in enumerate(zip(names, counts, tasks))
+    ]
     return make_job(manifest, components, notes)

@@ -13,7 +13,8 @@ the tool builds its view.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from estimator.api import Taint
 from scheduler_client.dra import DraResource

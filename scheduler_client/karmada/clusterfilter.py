@@ -13,7 +13,7 @@ overflowAffinities groups (Karmada v1.18+, workloads only), or filtered out.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from estimator.api import (
     NO_EXECUTE,
@@ -49,8 +49,11 @@ def affinity_rejects(affinity: ClusterAffinity, member: Cluster) -> str | None:
         return f"labels do not match the policy's labelSelector ({affinity.label_selector_text})"
     fields = {key: value for key, value in (("provider", member.provider), ("region", member.region)) if value}
     for req in affinity.field_selector:
-        ok = (_zones_match(req.operator, req.values, member.zones) if req.key == "zone"
-              else requirement_matches(fields, req))
+        ok = (
+            _zones_match(req.operator, req.values, member.zones)
+            if req.key == "zone"
+            else requirement_matches(fields, req)
+        )
         if not ok:
             return f"fieldSelector {req.key} {req.operator} {','.join(req.values)} does not match"
     if affinity.cluster_names and member.name not in affinity.cluster_names:
@@ -62,8 +65,11 @@ def taints_reject(member: Cluster, tolerations: Sequence[Toleration]) -> str | N
     untolerated = [t for t in member.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(tolerations, t)]
     if not untolerated:
         return None
-    return "cluster taint " + ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in untolerated) \
+    return (
+        "cluster taint "
+        + ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in untolerated)
         + " not tolerated by the policy's clusterTolerations"
+    )
 
 
 def api_rejects(member: Cluster, api_version: str, kind: str) -> str | None:

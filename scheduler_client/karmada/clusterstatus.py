@@ -20,7 +20,8 @@ Inputs are Kubernetes objects as dicts, in file order (Karmada lists them from a
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from estimator.api import PODS, TERMINAL_POD_PHASES, ResourceListError, is_counted, parse_resource_list
 from scheduler_client.karmada.general import ResourceSummary
@@ -35,8 +36,9 @@ def _amounts(resource_list: Any, where: str, keep=is_counted) -> dict[str, int]:
     try:
         return parse_resource_list(resource_list or None, where, keep)  # an empty value reads as no list
     except ResourceListError as error:
-        raise StatusError(f"{where}.{error.name}: {error.problem}" if error.name else f"{where}: {error.problem}") \
-            from None
+        raise StatusError(
+            f"{where}.{error.name}: {error.problem}" if error.name else f"{where}: {error.problem}"
+        ) from None
 
 
 def _describe(obj: Mapping) -> str:
@@ -76,8 +78,9 @@ def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
 
 def _node_allocatable(node: Mapping) -> dict[str, int]:
     # The summary keeps every name a node reports (as the controller's ResourceList sum).
-    return _amounts((node.get("status") or {}).get("allocatable"), f"{_describe(node)}: status.allocatable",
-                    keep=lambda name: True)
+    return _amounts(
+        (node.get("status") or {}).get("allocatable"), f"{_describe(node)}: status.allocatable", keep=lambda name: True
+    )
 
 
 def _bound(pod: Mapping) -> bool:
@@ -127,8 +130,9 @@ def node_available(nodes: Sequence[Mapping], pods: Sequence[Mapping]) -> list[di
     return result
 
 
-def allocatable_modelings(models: Sequence[ResourceModel], nodes: Sequence[Mapping],
-                          pods: Sequence[Mapping]) -> tuple[GradeCount, ...]:
+def allocatable_modelings(
+    models: Sequence[ResourceModel], nodes: Sequence[Mapping], pods: Sequence[Mapping]
+) -> tuple[GradeCount, ...]:
     """May raise resourcemodels.ModelError (then Karmada records no modelings)."""
     return grade_counts(models, node_available(nodes, pods))
 

@@ -8,7 +8,7 @@ not name explicitly, whatever the order; values are Go booleans (true, false, 1,
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from estimator.api import (
     ALL_GATES,
@@ -24,8 +24,9 @@ RESOURCE_MODELING = "CustomizedClusterResourceModeling"
 OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
 
 # Karmada's gates and their defaults.
-DEFAULT_GATES: Mapping[str, bool] = {name: default for name, (_, default) in FEATURE_GATES.items()
-                                     if name not in ALL_GATES}
+DEFAULT_GATES: Mapping[str, bool] = {
+    name: default for name, (_, default) in FEATURE_GATES.items() if name not in ALL_GATES
+}
 
 
 class GateError(ValueError):
@@ -33,7 +34,7 @@ class GateError(ValueError):
 
 
 def parse_gates(text: str) -> tuple[dict[str, bool], frozenset[str]]:
-    """"A=true,B=false" -> (every gate's value, the gates set explicitly); GateError names the bad one."""
+    """ "A=true,B=false" -> (every gate's value, the gates set explicitly); GateError names the bad one."""
     try:
         explicit = parse_feature_gates(text or "")
     except UnknownFeatureGate as unknown:

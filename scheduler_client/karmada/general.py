@@ -20,8 +20,8 @@ kernel (estimator.api.first_fit_sets), the same one the accurate estimator uses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -51,7 +51,7 @@ class ResourceSummary:
     def allowed_pods(self) -> int:
         return max(self.available(PODS), 0)
 
-    def with_assumed(self, workloads: Sequence[AssumedWorkload]) -> "ResourceSummary":
+    def with_assumed(self, workloads: Sequence[AssumedWorkload]) -> ResourceSummary:
         """The summary after Karmada's general estimator deducts in-flight workloads
         (deductAssumedWorkloads): every assumed component's replicas as pods, and replicas x
         request of each resource, counted as allocating."""
@@ -126,8 +126,9 @@ def karmada_units(name: str, amount: int, allocatable: bool, decimal_format: fro
     return amount if binary else amount * 1000
 
 
-def summary_sets(summary: ResourceSummary | None, components: Sequence[Component],
-                 karmada_compatible: bool = False) -> Estimate:
+def summary_sets(
+    summary: ResourceSummary | None, components: Sequence[Component], karmada_compatible: bool = False
+) -> Estimate:
     if summary is None:
         if karmada_compatible:
             return Estimate(0, "no resourceSummary in the Cluster status: Karmada answers 0")
@@ -150,10 +151,13 @@ def summary_sets(summary: ResourceSummary | None, components: Sequence[Component
             continue
         free = summary.available(name)
         if free <= 0:
-            return Estimate(0, f"cluster totals: no free {name} (allocatable {human(name, summary.allocatable.get(name, 0))}"
-                               f", allocated {human(name, summary.allocated.get(name, 0))}, allocating "
-                               f"{human(name, summary.allocating.get(name, 0))} for pods not yet on a node; "
-                               f"one set needs {human(name, need)})")
+            return Estimate(
+                0,
+                f"cluster totals: no free {name} (allocatable {human(name, summary.allocatable.get(name, 0))}"
+                f", allocated {human(name, summary.allocated.get(name, 0))}, allocating "
+                f"{human(name, summary.allocating.get(name, 0))} for pods not yet on a node; "
+                f"one set needs {human(name, need)})",
+            )
         if free // need < best:
             best = free // need
             why = f"cluster totals: {human(name, free)} {name} free, {human(name, need)} per set"
@@ -167,8 +171,11 @@ def _karmada_quirk(summary: ResourceSummary, components: Sequence[Component], bo
         if need <= 0:
             continue
         free = karmada_units(name, summary.available(name), True, summary.decimal_format)
-        need_k = sum(c.replicas * karmada_units(name, c.shape.request(name), False)
-                     for c in components if c.shape.request(name) > 0)
+        need_k = sum(
+            c.replicas * karmada_units(name, c.shape.request(name), False)
+            for c in components
+            if c.shape.request(name) > 0
+        )
         if free <= 0:
             return None  # 0 sets either way; the plain path explains it
         sets = min(sets, free // need_k)
@@ -178,9 +185,12 @@ def _karmada_quirk(summary: ResourceSummary, components: Sequence[Component], bo
             plain = min(plain, summary.available(name) // need)
     if sets == plain:
         return None
-    return Estimate(sets, f"cluster totals as Karmada counts them: {sets} set(s), where the amounts say {plain}: "
-                          "Karmada's general estimator reads quantities in a decimal format (allocatable written "
-                          "like \"68719476736\", or a memory request that is not a multiple of 1Ki) in thousandths")
+    return Estimate(
+        sets,
+        f"cluster totals as Karmada counts them: {sets} set(s), where the amounts say {plain}: "
+        "Karmada's general estimator reads quantities in a decimal format (allocatable written "
+        'like "68719476736", or a memory request that is not a multiple of 1Ki) in thousandths',
+    )
 
 
 def _grades_text(nodes: Sequence[tuple[int, dict[str, int]]], names: Sequence[str]) -> str:
@@ -195,9 +205,13 @@ def _grades_text(nodes: Sequence[tuple[int, dict[str, int]]], names: Sequence[st
     return "; ".join(parts)
 
 
-def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | None,
-               components: Sequence[Component], karmada_compatible: bool = False,
-               assumed: Sequence[AssumedWorkload] = ()) -> Estimate:
+def model_sets(
+    models: Sequence[ResourceModel],
+    counts: Sequence[GradeCount] | None,
+    components: Sequence[Component],
+    karmada_compatible: bool = False,
+    assumed: Sequence[AssumedWorkload] = (),
+) -> Estimate:
     """`assumed`: in-flight workloads, each placed once with first-fit before the job, as
     Karmada pre-simulates them onto the model nodes (what does not fit takes what it took)."""
     if not models:
@@ -214,8 +228,11 @@ def model_sets(models: Sequence[ResourceModel], counts: Sequence[GradeCount] | N
     requested = requested_names(components)
     blind = sorted(requested - described)
     if blind and not karmada_compatible:
-        return Estimate(UNKNOWN, f"unknown: the resource models describe only {', '.join(sorted(described))}; "
-                                 f"the job asks {', '.join(blind)} (Karmada would answer 0)")
+        return Estimate(
+            UNKNOWN,
+            f"unknown: the resource models describe only {', '.join(sorted(described))}; "
+            f"the job asks {', '.join(blind)} (Karmada would answer 0)",
+        )
     if not nodes:
         return Estimate(0, "no model nodes: every grade counts 0 nodes")
     in_flight = [w.components for w in assumed if w.components]

@@ -8,8 +8,8 @@ the rest are combined by minimum. A member with no authentic answer has no numbe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 UNKNOWN = -1
 

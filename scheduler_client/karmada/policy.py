@@ -17,8 +17,9 @@ The Karmada facts the helpers encode (pkg/scheduler/core):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from estimator.api import NODE_SELECTOR_OPERATORS, LabelSelector, NodeSelectorRequirement, Toleration, label_selector
 from scheduler_client.fields import FieldError, mapping, sequence
@@ -54,8 +55,9 @@ class ClusterAffinity:
         if self.label_selector_text:
             parts.append("labelSelector " + self.label_selector_text)
         if self.field_selector:
-            parts.append("fieldSelector " + ", ".join(f"{r.key} {r.operator} {','.join(r.values)}"
-                                                      for r in self.field_selector))
+            parts.append(
+                "fieldSelector " + ", ".join(f"{r.key} {r.operator} {','.join(r.values)}" for r in self.field_selector)
+            )
         return "; ".join(parts) or "every member"
 
 
@@ -99,23 +101,37 @@ class Placement:
     replica_scheduling: ReplicaScheduling | None = None
 
     def single_member_spread(self) -> bool:
-        return any(sc.spread_by_field == "cluster" and sc.min_groups == 1 and sc.max_groups == 1
-                   for sc in self.spread_constraints)
+        return any(
+            sc.spread_by_field == "cluster" and sc.min_groups == 1 and sc.max_groups == 1
+            for sc in self.spread_constraints
+        )
 
     def spread_ignored(self) -> bool:
         rs = self.replica_scheduling
-        return (rs is not None and rs.type == DIVIDED and rs.division_preference == WEIGHTED
-                and (not rs.weight_preference_given or (rs.static_weights > 0 and not rs.dynamic_weight)))
+        return (
+            rs is not None
+            and rs.type == DIVIDED
+            and rs.division_preference == WEIGHTED
+            and (not rs.weight_preference_given or (rs.static_weights > 0 and not rs.dynamic_weight))
+        )
 
     def availability_ignored(self) -> bool:
         return self.replica_scheduling is None or self.replica_scheduling.type == DUPLICATED
 
     def describe(self) -> str:
-        spread = ", ".join(f"spreadByField {sc.spread_by_field or sc.spread_by_label} {sc.min_groups}..{sc.max_groups}"
-                           for sc in self.spread_constraints) or "no spread constraint"
-        terms = " | ".join((f"{t.name}: " if t.name else "") + t.affinity.describe()
-                           + "".join(f" (overflow {o.name}: {o.affinity.describe()})" for o in t.overflow)
-                           for t in self.affinity_terms)
+        spread = (
+            ", ".join(
+                f"spreadByField {sc.spread_by_field or sc.spread_by_label} {sc.min_groups}..{sc.max_groups}"
+                for sc in self.spread_constraints
+            )
+            or "no spread constraint"
+        )
+        terms = " | ".join(
+            (f"{t.name}: " if t.name else "")
+            + t.affinity.describe()
+            + "".join(f" (overflow {o.name}: {o.affinity.describe()})" for o in t.overflow)
+            for t in self.affinity_terms
+        )
         return f"{spread}; clusterAffinity {terms}"
 
 
@@ -227,9 +243,13 @@ def _selector(value: Any, field: str) -> tuple[LabelSelector | None, str]:
         selector = label_selector(_mapping(value, field))
     except ValueError as error:
         raise PolicyError(field, str(error)) from None
-    text = ", ".join([f"{k}={v}" for k, v in _mapping(value.get("matchLabels"), f"{field}.matchLabels").items()]
-                     + [f"{e.get('key')} {e.get('operator')} {','.join(map(str, e.get('values') or ()))}".strip()
-                        for e in _list(value.get("matchExpressions"), f"{field}.matchExpressions")])
+    text = ", ".join(
+        [f"{k}={v}" for k, v in _mapping(value.get("matchLabels"), f"{field}.matchLabels").items()]
+        + [
+            f"{e.get('key')} {e.get('operator')} {','.join(map(str, e.get('values') or ()))}".strip()
+            for e in _list(value.get("matchExpressions"), f"{field}.matchExpressions")
+        ]
+    )
     return selector, text or "{} (every member)"
 
 
@@ -242,8 +262,9 @@ def _field_selector(value: Any, field: str) -> tuple[NodeSelectorRequirement, ..
             raise PolicyError(f"{expr_field}.key", f"must be provider, region or zone, got {expr.get('key')!r}")
         if expr.get("operator") not in NODE_SELECTOR_OPERATORS:
             raise PolicyError(f"{expr_field}.operator", f"unknown operator {expr.get('operator')!r}")
-        requirements.append(NodeSelectorRequirement(expr["key"], expr["operator"],
-                                                    _strings(expr.get("values"), f"{expr_field}.values")))
+        requirements.append(
+            NodeSelectorRequirement(expr["key"], expr["operator"], _strings(expr.get("values"), f"{expr_field}.values"))
+        )
     return tuple(requirements)
 
 
@@ -256,7 +277,8 @@ def parse_cluster_affinity(value: Any, field: str) -> ClusterAffinity:
         label_selector=selector,
         label_selector_text=text,
         field_selector=_field_selector(value.get("fieldSelector"), f"{field}.fieldSelector")
-        if value.get("fieldSelector") is not None else (),
+        if value.get("fieldSelector") is not None
+        else (),
     )
 
 
@@ -267,8 +289,9 @@ def _spread_constraints(value: Any, field: str) -> tuple[SpreadConstraint, ...]:
         raw = _mapping(raw, item_field)
         by_field, by_label = str(raw.get("spreadByField") or ""), str(raw.get("spreadByLabel") or "")
         if by_field and by_field not in SPREAD_FIELDS:
-            raise PolicyError(f"{item_field}.spreadByField", f"must be one of {', '.join(SPREAD_FIELDS)}, "
-                                                             f"got {by_field!r}")
+            raise PolicyError(
+                f"{item_field}.spreadByField", f"must be one of {', '.join(SPREAD_FIELDS)}, got {by_field!r}"
+            )
         if by_field and by_label:
             raise PolicyError(item_field, "spreadByField and spreadByLabel cannot both be set")
         min_groups = _int(raw.get("minGroups"), f"{item_field}.minGroups") or 1
@@ -323,8 +346,9 @@ def _overflow(raw: Mapping, term_field: str, primary: ClusterAffinity, name: str
         if not isinstance(overflow_name, str) or not overflow_name:
             raise PolicyError(f"{field}[{i}].affinityName", "is required")
         if overflow_name in seen:
-            raise PolicyError(f"{field}[{i}].affinityName", f"{overflow_name!r} repeats the term's or another "
-                                                            "overflow group's name")
+            raise PolicyError(
+                f"{field}[{i}].affinityName", f"{overflow_name!r} repeats the term's or another overflow group's name"
+            )
         seen.add(overflow_name)
         out.append(OverflowAffinity(overflow_name, parse_cluster_affinity(item, f"{field}[{i}]")))
     return tuple(out)
@@ -334,8 +358,14 @@ def _tolerations(value: Any, field: str) -> tuple[Toleration, ...]:
     tolerations = []
     for i, raw in enumerate(_list(value, field)):
         raw = _mapping(raw, f"{field}[{i}]")
-        tolerations.append(Toleration(str(raw.get("key") or ""), str(raw.get("operator") or ""),
-                                      str(raw.get("value") or ""), str(raw.get("effect") or "")))
+        tolerations.append(
+            Toleration(
+                str(raw.get("key") or ""),
+                str(raw.get("operator") or ""),
+                str(raw.get("value") or ""),
+                str(raw.get("effect") or ""),
+            )
+        )
     return tuple(tolerations)
 
 
@@ -358,9 +388,11 @@ def parse_placement(value: Any, field: str = "spec.placement") -> Placement:
     replica_scheduling = _replica_scheduling(value.get("replicaScheduling"), f"{field}.replicaScheduling")
     for i, term in enumerate(terms):
         if term.overflow and not overflow_allowed(replica_scheduling):
-            raise PolicyError(f"{field}.clusterAffinities[{i}].overflowAffinities",
-                              "can only be used together with dynamic weight or aggregated scheduling "
-                              "(replicaScheduling Divided, Aggregated or a dynamicWeight)")
+            raise PolicyError(
+                f"{field}.clusterAffinities[{i}].overflowAffinities",
+                "can only be used together with dynamic weight or aggregated scheduling "
+                "(replicaScheduling Divided, Aggregated or a dynamicWeight)",
+            )
     return Placement(
         affinity_terms=tuple(terms),
         cluster_tolerations=_tolerations(value.get("clusterTolerations"), f"{field}.clusterTolerations"),
@@ -384,12 +416,25 @@ def parse_policy(obj: Any) -> Policy:
             if not raw.get(key):
                 raise PolicyError(f"{rs_field}.{key}", "is required")
         selector, _ = _selector(raw.get("labelSelector"), f"{rs_field}.labelSelector")
-        selectors.append(ResourceSelector(str(raw["apiVersion"]), str(raw["kind"]), str(raw.get("namespace") or ""),
-                                          str(raw.get("name") or ""), selector))
+        selectors.append(
+            ResourceSelector(
+                str(raw["apiVersion"]),
+                str(raw["kind"]),
+                str(raw.get("namespace") or ""),
+                str(raw.get("name") or ""),
+                selector,
+            )
+        )
     namespace = str(meta.get("namespace") or "default") if kind == "PropagationPolicy" else ""
     priority = spec.get("priority")
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise PolicyError("spec.priority", f"must be an integer, got {priority!r}")
-    return Policy(str(kind), namespace, str(meta.get("name") or ""), tuple(selectors),
-                  parse_placement(spec.get("placement")), priority=priority or 0,
-                  deleting=bool(meta.get("deletionTimestamp")))
+    return Policy(
+        str(kind),
+        namespace,
+        str(meta.get("name") or ""),
+        tuple(selectors),
+        parse_placement(spec.get("placement")),
+        priority=priority or 0,
+        deleting=bool(meta.get("deletionTimestamp")),
+    )

@@ -12,8 +12,8 @@ Pure functions over int64 amounts (cpu in millicores, everything else in units).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from estimator.api import CPU, MAX_INT64, MEMORY
 
@@ -57,10 +57,17 @@ def _default_models() -> tuple[ResourceModel, ...]:
     models = []
     for grade in range(len(cpu_bounds)):
         last = grade == len(cpu_bounds) - 1
-        models.append(ResourceModel(grade, (
-            ModelRange(CPU, cpu_bounds[grade] * 1000, MAX_INT64 if last else cpu_bounds[grade + 1] * 1000),
-            ModelRange(MEMORY, memory_bounds[grade] * GIB, MAX_INT64 if last else memory_bounds[grade + 1] * GIB),
-        )))
+        models.append(
+            ResourceModel(
+                grade,
+                (
+                    ModelRange(CPU, cpu_bounds[grade] * 1000, MAX_INT64 if last else cpu_bounds[grade + 1] * 1000),
+                    ModelRange(
+                        MEMORY, memory_bounds[grade] * GIB, MAX_INT64 if last else memory_bounds[grade + 1] * GIB
+                    ),
+                ),
+            )
+        )
     return tuple(models)
 
 
@@ -97,7 +104,9 @@ def _search_last_not_above(mins: Sequence[int], target: int) -> int:
     return -1
 
 
-def grade_counts(models: Sequence[ResourceModel], node_available: Iterable[Mapping[str, int] | None]) -> tuple[GradeCount, ...]:
+def grade_counts(
+    models: Sequence[ResourceModel], node_available: Iterable[Mapping[str, int] | None]
+) -> tuple[GradeCount, ...]:
     """allocatableModelings for nodes' available resources, as the cluster status controller.
 
     The graded resources are the first model's (Karmada's InitSummary); a node's grade is

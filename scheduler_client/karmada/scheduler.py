@@ -40,8 +40,8 @@ by name (a FlinkDeployment, which also has replicaResource, is outside this mode
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from estimator.api import NO_EXECUTE, NO_SCHEDULE, AssumedWorkload, tolerates
 from scheduler_client import dra
@@ -164,8 +164,13 @@ def _filter_reasons(member: Cluster, job: Job, placement: Placement, term: Affin
         reasons.append(_API_REASON)
     for taint in member.taints:
         if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerates(placement.cluster_tolerations, taint):
-            reasons.append("cluster(s) had untolerated taint {" + taint.key + (f"={taint.value}" if taint.value else "")
-                           + f":{taint.effect}" + "}")
+            reasons.append(
+                "cluster(s) had untolerated taint {"
+                + taint.key
+                + (f"={taint.value}" if taint.value else "")
+                + f":{taint.effect}"
+                + "}"
+            )
             break
     if overflow_order(term, member, workload) is None:
         reasons.append(_AFFINITY_REASON)
@@ -207,17 +212,18 @@ def _filter(inp: KarmadaInput, term: AffinityTerm, workload: bool) -> tuple[list
         return feasible, None, ""
     caveat = ""
     if several:
-        caveat = ("members failing several filters (" + " | ".join(several) + ") are counted once, under "
-                  "the first failing plugin in Karmada's plugin order, which varies between scheduler "
-                  "processes: the reasons in the error text may differ, not the outcome")
+        caveat = (
+            "members failing several filters (" + " | ".join(several) + ") are counted once, under "
+            "the first failing plugin in Karmada's plugin order, which varies between scheduler "
+            "processes: the reasons in the error text may differ, not the outcome"
+        )
     return [], fit_error(len(inp.members), reasons), caveat
 
 
 # --- rank -----------------------------------------------------------------------------
 
 
-def general_sets(member: Cluster, job: Job, gates: Mapping[str, bool],
-                 assumed: Sequence[AssumedWorkload] = ()) -> int:
+def general_sets(member: Cluster, job: Job, gates: Mapping[str, bool], assumed: Sequence[AssumedWorkload] = ()) -> int:
     """Karmada's general estimator: resource summary, bounded by the resource models when on;
     in-flight workloads deducted first when SchedulingOvercommitProtection is on."""
     if not gates.get(feature_gates.OVERCOMMIT_PROTECTION, False):
@@ -266,11 +272,16 @@ def _rank(inp: KarmadaInput, feasible: Sequence[Cluster], term: AffinityTerm, wo
     if not applicable:
         # Karmada asks MaxAvailableReplicas with no requirements here: free pod slots.
         assumed = inp.assumed if inp.gates.get(feature_gates.OVERCOMMIT_PROTECTION, False) else {}
-        sets = {m.name: min(m.summary.with_assumed(assumed.get(m.name, ())).allowed_pods(), MAX_INT32)
-                if m.summary else 0 for m in feasible}
-        caveat = ("Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
-                  "(no requirements), which is not asked here: the order uses cluster-total free pods"
-                  if inp.accurate_enabled else "")
+        sets = {
+            m.name: min(m.summary.with_assumed(assumed.get(m.name, ())).allowed_pods(), MAX_INT32) if m.summary else 0
+            for m in feasible
+        }
+        caveat = (
+            "Karmada orders these members by the accurate estimators' MaxAvailableReplicas "
+            "(no requirements), which is not asked here: the order uses cluster-total free pods"
+            if inp.accurate_enabled
+            else ""
+        )
         return _Ranking(names, group, sets, RANK_PODS, applicable, caveat=caveat)
     general = {m.name: general_sets(m, inp.job, inp.gates, inp.assumed.get(m.name, ())) for m in feasible}
     with_accurate, failing = dict(general), ()
@@ -280,15 +291,15 @@ def _rank(inp: KarmadaInput, feasible: Sequence[Cluster], term: AffinityTerm, wo
             reply = inp.accurate.get(n)
             if reply is not None and reply.value is not None and reply.value != UNKNOWN:
                 with_accurate[n] = min(with_accurate[n], reply.value)
-    return _Ranking(names, group, general if failing else with_accurate, RANK_SETS, applicable, failing,
-                    with_accurate)
+    return _Ranking(names, group, general if failing else with_accurate, RANK_SETS, applicable, failing, with_accurate)
 
 
 # --- select ---------------------------------------------------------------------------
 
 
-def _select(placement: Placement, ranked: Sequence[tuple[str, int]], applicable: bool
-            ) -> tuple[list[str] | None, str | None, str]:
+def _select(
+    placement: Placement, ranked: Sequence[tuple[str, int]], applicable: bool
+) -> tuple[list[str] | None, str | None, str]:
     """The select step (SelectBestClusters): (selected names, error, branch); branch PATH_A or
     PATH_B when Karmada selects without a capacity check, "region" when not modelled."""
     constraints = placement.spread_constraints
@@ -301,8 +312,11 @@ def _select(placement: Placement, ranked: Sequence[tuple[str, int]], applicable:
         return None, "failed to select clusters: just support cluster and region spread constraint", ""
     sc = [c for c in constraints if c.spread_by_field == "cluster"][-1]
     if len(ranked) < sc.min_groups:
-        return None, ("failed to select clusters: the number of feasible clusters is less than "
-                      "spreadConstraint.MinGroups"), ""
+        return (
+            None,
+            ("failed to select clusters: the number of feasible clusters is less than spreadConstraint.MinGroups"),
+            "",
+        )
     count = min(len(ranked), sc.max_groups)
     if placement.availability_ignored():
         return [n for n, _ in ranked[:count]], None, PATH_B
@@ -320,11 +334,18 @@ def _names(items: Sequence) -> str:
 
 
 def _path_a(placement: Placement, selected: Sequence[str] | None) -> PathNote:
-    why = ("the policy has no spread constraint" if not placement.spread_constraints else
-           "replicaScheduling Divided + Weighted with no weightPreference, or static weights without a dynamic "
-           "weight, makes Karmada ignore the spread constraint")
-    return PathNote(PATH_A, True, f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
-                                  f"whole job to each of them, without a capacity check: {_names(selected or [])}")
+    why = (
+        "the policy has no spread constraint"
+        if not placement.spread_constraints
+        else "replicaScheduling Divided + Weighted with no weightPreference, or static weights without a dynamic "
+        "weight, makes Karmada ignore the spread constraint"
+    )
+    return PathNote(
+        PATH_A,
+        True,
+        f"(a) {why}: Karmada keeps every member that passes the filters and gives the "
+        f"whole job to each of them, without a capacity check: {_names(selected or [])}",
+    )
 
 
 def _path_b(inp: KarmadaInput, ranking: _Ranking, chosen: str) -> PathNote:
@@ -333,25 +354,39 @@ def _path_b(inp: KarmadaInput, ranking: _Ranking, chosen: str) -> PathNote:
     alternative = checked[0][0] if checked else None
     decisive = sets[chosen] < 1 or alternative != chosen
     state = "absent" if inp.placement.replica_scheduling is None else DUPLICATED
-    fit = (f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else _zero_sets(inp, chosen))
-    return PathNote(PATH_B, decisive, f"(b) replicaScheduling is {state}: Karmada takes the first member in "
-                                      f"(score, available sets, name) order without checking it fits: {chosen}; {fit}")
+    fit = f"it fits {sets[chosen]} set(s)" if sets[chosen] >= 1 else _zero_sets(inp, chosen)
+    return PathNote(
+        PATH_B,
+        decisive,
+        f"(b) replicaScheduling is {state}: Karmada takes the first member in "
+        f"(score, available sets, name) order without checking it fits: {chosen}; {fit}",
+    )
 
 
 def _path_c(inp: KarmadaInput, ranking: _Ranking, selected: list[str] | None, error: str | None) -> PathNote:
     alt_selected, alt_error, _ = _select(inp.placement, ranking.ranked(ranking.with_accurate), ranking.applicable)
     decisive = (alt_selected or None, alt_error) != (selected or None, error)
-    who = "; ".join(f"{n}: {inp.accurate.get(n, AccurateReply(None, 'no accurate estimator')).error or 'no answer'}"
-                    for n in ranking.failing)
-    effect = ("this changes the outcome" + (f" (with them: {_names(alt_selected)})" if alt_selected else "")
-              if decisive else "this does not change the outcome here")
-    return PathNote(PATH_C, decisive, f"(c) the accurate estimator call failed for {who}: Karmada's accurate client "
-                                      "returns one error for the whole call and the scheduler drops the accurate "
-                                      f"answers of EVERY member, using the general estimator alone; {effect}")
+    who = "; ".join(
+        f"{n}: {inp.accurate.get(n, AccurateReply(None, 'no accurate estimator')).error or 'no answer'}"
+        for n in ranking.failing
+    )
+    effect = (
+        "this changes the outcome" + (f" (with them: {_names(alt_selected)})" if alt_selected else "")
+        if decisive
+        else "this does not change the outcome here"
+    )
+    return PathNote(
+        PATH_C,
+        decisive,
+        f"(c) the accurate estimator call failed for {who}: Karmada's accurate client "
+        "returns one error for the whole call and the scheduler drops the accurate "
+        f"answers of EVERY member, using the general estimator alone; {effect}",
+    )
 
 
-def _explain(inp: KarmadaInput, ranking: _Ranking, selected: list[str] | None, error: str | None,
-             branch: str) -> list[PathNote]:
+def _explain(
+    inp: KarmadaInput, ranking: _Ranking, selected: list[str] | None, error: str | None, branch: str
+) -> list[PathNote]:
     """The explain step: which of Karmada's paths (a), (b), (c) this outcome took, and whether
     it decided the outcome."""
     notes = []
@@ -372,9 +407,11 @@ def _zero_sets(inp: KarmadaInput, name: str) -> str:
         return "it fits 0 sets, so the pods stay Pending"
     reply = inp.accurate.get(name)
     accurate = reply.value if reply is not None and reply.value is not None and reply.value != UNKNOWN else None
-    return (f"Karmada counts 0 sets there, blind to the {', '.join(r.name for r in blind)} it serves through DRA; "
-            + (f"its accurate estimator counts {accurate} set(s)" if accurate is not None else
-               "whether the pods run there, only its accurate estimator can tell"))
+    return f"Karmada counts 0 sets there, blind to the {', '.join(r.name for r in blind)} it serves through DRA; " + (
+        f"its accurate estimator counts {accurate} set(s)"
+        if accurate is not None
+        else "whether the pods run there, only its accurate estimator can tell"
+    )
 
 
 # --- one affinity term ----------------------------------------------------------------
@@ -387,8 +424,13 @@ def _schedule(inp: KarmadaInput, term: AffinityTerm) -> _Term:
     if not feasible:
         return _Term(error=error, caveat=caveat)
     ranking = _rank(inp, feasible, term, workload)
-    out = _Term(order=tuple(n for n, _ in ranking.ranked()), sets=dict(ranking.sets), dropped=ranking.dropped,
-                caveat=ranking.caveat, ranked_by=ranking.ranked_by)
+    out = _Term(
+        order=tuple(n for n, _ in ranking.ranked()),
+        sets=dict(ranking.sets),
+        dropped=ranking.dropped,
+        caveat=ranking.caveat,
+        ranked_by=ranking.ranked_by,
+    )
     selected, error, branch = _select(inp.placement, ranking.ranked(), ranking.applicable)
     if out.caveat and branch != PATH_A and selected and len(selected) < len(ranking.names):
         out.exact = False  # which members are selected depends on that order
@@ -411,9 +453,18 @@ def outcome(inp: KarmadaInput) -> KarmadaOutcome:
     job = inp.job
     gate_off = bool(job.components) and not inp.gates.get(feature_gates.MULTIPLE_POD_TEMPLATES, False)
     if gate_off and job.kind in _REPLICA_KINDS:
-        return KarmadaOutcome((), None, "", (), (), {}, False, False,
-                              f"{feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada reads the {job.kind} through "
-                              "replicaResource and divides replicas, which is not modelled here")
+        return KarmadaOutcome(
+            (),
+            None,
+            "",
+            (),
+            (),
+            {},
+            False,
+            False,
+            f"{feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada reads the {job.kind} through "
+            "replicaResource and divides replicas, which is not modelled here",
+        )
     first: _Term | None = None
     chosen, chosen_name = None, ""
     for term in inp.placement.affinity_terms:
@@ -427,12 +478,25 @@ def outcome(inp: KarmadaInput) -> KarmadaOutcome:
         chosen, chosen_name = first, inp.placement.affinity_terms[0].name
     caveat = chosen.caveat
     if job.components and (job.group, job.kind) not in KARMADA_BUILTIN:
-        caveat = (f"Karmada has no built-in interpreter for {job.kind}: this assumes a "
-                  "ResourceInterpreterCustomization that returns these components" + (f"; {caveat}" if caveat else ""))
+        caveat = (
+            f"Karmada has no built-in interpreter for {job.kind}: this assumes a "
+            "ResourceInterpreterCustomization that returns these components" + (f"; {caveat}" if caveat else "")
+        )
     if gate_off:
-        caveat = (f"feature gate {feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada does not read the job's "
-                  "components, counts every member as unlimited and breaks ties by name"
-                  + (f"; {caveat}" if caveat else ""))
+        caveat = (
+            f"feature gate {feature_gates.MULTIPLE_POD_TEMPLATES} is off: Karmada does not read the job's "
+            "components, counts every member as unlimited and breaks ties by name" + (f"; {caveat}" if caveat else "")
+        )
     error = first.error if chosen.error is not None else None
-    return KarmadaOutcome(chosen.targets if error is None else (), error, chosen_name, tuple(chosen.paths),
-                          chosen.order, chosen.sets, chosen.dropped, chosen.exact, caveat, chosen.ranked_by)
+    return KarmadaOutcome(
+        chosen.targets if error is None else (),
+        error,
+        chosen_name,
+        tuple(chosen.paths),
+        chosen.order,
+        chosen.sets,
+        chosen.dropped,
+        chosen.exact,
+        caveat,
+        chosen.ranked_by,
+    )

@@ -22,7 +22,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -30,8 +30,19 @@ import urllib3
 from estimator.cluster.watch.apierrors import ApiError, Gone, KubeConfigError, Silent, Unavailable, _status_message
 from estimator.cluster.watch.kubecredentials import ClientConfig, load_configuration
 
-__all__ = ["KubeClient", "WatchStream", "ClientConfig", "load_configuration", "socket_options", "KINDS", "ApiError",
-           "Gone", "Silent", "Unavailable", "USER_AGENT"]
+__all__ = [
+    "KubeClient",
+    "WatchStream",
+    "ClientConfig",
+    "load_configuration",
+    "socket_options",
+    "KINDS",
+    "ApiError",
+    "Gone",
+    "Silent",
+    "Unavailable",
+    "USER_AGENT",
+]
 
 log = logging.getLogger("estimator.watch")
 
@@ -53,9 +64,12 @@ def socket_options() -> list[tuple[int, int, int]]:
     options = list(urllib3.connection.HTTPConnection.default_socket_options)
     options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
     idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
-    for name, value in ((idle, KEEPALIVE_IDLE), (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
-                        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
-                        (getattr(socket, "TCP_USER_TIMEOUT", None), USER_TIMEOUT_MS)):
+    for name, value in (
+        (idle, KEEPALIVE_IDLE),
+        (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
+        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
+        (getattr(socket, "TCP_USER_TIMEOUT", None), USER_TIMEOUT_MS),
+    ):
         if name is not None:
             options.append((socket.IPPROTO_TCP, name, value))
     return options
@@ -73,16 +87,23 @@ _ENDPOINTS = {
     "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
 }
 # Query parameter names as the API server spells them.
-_QUERY_NAMES = {"limit": "limit", "_continue": "continue", "field_selector": "fieldSelector", "watch": "watch",
-                "allow_watch_bookmarks": "allowWatchBookmarks", "resource_version": "resourceVersion",
-                "timeout_seconds": "timeoutSeconds"}
+_QUERY_NAMES = {
+    "limit": "limit",
+    "_continue": "continue",
+    "field_selector": "fieldSelector",
+    "watch": "watch",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "resource_version": "resourceVersion",
+    "timeout_seconds": "timeoutSeconds",
+}
 KINDS = tuple(_ENDPOINTS)
 _POOLS, _POOL_SIZE = 4, 16  # hosts (one; a proxy adds one), connections kept per host
 
 
 def _query(params: dict) -> str:
-    return urlencode([(_QUERY_NAMES[k], str(v).lower() if isinstance(v, bool) else v) for k, v in params.items()],
-                     quote_via=quote)
+    return urlencode(
+        [(_QUERY_NAMES[k], str(v).lower() if isinstance(v, bool) else v) for k, v in params.items()], quote_via=quote
+    )
 
 
 def _refusal(status: int, reason: str, body: bytes | None, what: str) -> ApiError:
@@ -180,7 +201,7 @@ class WatchStream:
                     take = min(need, available)
                     body = min(take, need - 2)  # the chunk's data; its closing CRLF is dropped
                     if body > 0:
-                        payload.append(buffer[position:position + body])
+                        payload.append(buffer[position : position + body])
                     position += take
                     need -= take
                     if need == 0:
@@ -202,7 +223,9 @@ class WatchStream:
                         raise Unavailable(f"{self._what}: stream ended inside an event")
                     return
         except _TIMEOUTS as error:
-            raise Silent(f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})") from None
+            raise Silent(
+                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})"
+            ) from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # reading a file object closed by abort()/close()
@@ -236,7 +259,9 @@ class WatchStream:
                     start = end + 1
                 pending = chunk[start:]
         except _TIMEOUTS as error:
-            raise Silent(f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})") from None
+            raise Silent(
+                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})"
+            ) from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
         except ValueError as error:  # urllib3 on a closed/aborted file object
@@ -293,8 +318,14 @@ class KubeClient:
         self._pool = _pool(configuration)
 
     @classmethod
-    def from_flags(cls, kubeconfig: str = "", master: str = "", connect_timeout: float = 10.0,
-                   check_every: float | None = 60.0, context: str | None = None) -> KubeClient:
+    def from_flags(
+        cls,
+        kubeconfig: str = "",
+        master: str = "",
+        connect_timeout: float = 10.0,
+        check_every: float | None = 60.0,
+        context: str | None = None,
+    ) -> KubeClient:
         loader = lambda: load_configuration(kubeconfig, master, context)  # noqa: E731
         first = loader()
         return cls(first, connect_timeout, loader=loader, check_every=None if first.uses_plugin else check_every)
@@ -347,11 +378,15 @@ class KubeClient:
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if configuration.authorization:
             headers["Authorization"] = configuration.authorization
-        url = f"{configuration.host}{_ENDPOINTS[kind]}?{_query(params)}" if params else \
-            f"{configuration.host}{_ENDPOINTS[kind]}"
+        url = (
+            f"{configuration.host}{_ENDPOINTS[kind]}?{_query(params)}"
+            if params
+            else f"{configuration.host}{_ENDPOINTS[kind]}"
+        )
         try:
-            response = pool.request("GET", url, headers=headers, timeout=timeout, preload_content=False,
-                                    retries=False, redirect=False)
+            response = pool.request(
+                "GET", url, headers=headers, timeout=timeout, preload_content=False, retries=False, redirect=False
+            )
         except _TIMEOUTS as error:
             raise Silent(f"{what}: no answer within {read_timeout:g}s ({type(error).__name__})") from None
         except _TRANSPORT_ERRORS as error:
@@ -375,9 +410,7 @@ class KubeClient:
     ) -> bytes:
         """One page of a (consistent, paginated) list: the raw JSON body."""
         what = f"list {kind}"
-        response = self._call(
-            kind, what, timeout, limit=limit, _continue=continue_token, field_selector=field_selector
-        )
+        response = self._call(kind, what, timeout, limit=limit, _continue=continue_token, field_selector=field_selector)
         try:
             return response.data
         except _TRANSPORT_ERRORS as error:

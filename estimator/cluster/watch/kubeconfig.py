@@ -34,9 +34,10 @@ import binascii
 import ipaddress
 import json
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from estimator.cluster.watch.apierrors import KubeConfigError
@@ -90,8 +91,7 @@ class Settings:
 
     def static_credentials(self) -> bool:
         """A token, password or client certificate: client-go then does not run the exec plugin."""
-        return bool(self.token or self.token_file or self.username or self.password or self.cert_file
-                    or self.cert_data)
+        return bool(self.token or self.token_file or self.username or self.password or self.cert_file or self.cert_data)
 
 
 @dataclass(frozen=True)
@@ -198,15 +198,23 @@ def _cluster(name: str, origin: str, entry: dict, source: str) -> Settings:
     ca_file, ca_data = _pair(entry, "certificate-authority", "certificate-authority-data", origin, where)
     insecure = entry.get("insecure-skip-tls-verify") is True
     if insecure and (ca_file or ca_data):
-        raise KubeConfigError(f"{where}: insecure-skip-tls-verify with a certificate authority; give one of them "
-                              f"(client-go refuses both)")
+        raise KubeConfigError(
+            f"{where}: insecure-skip-tls-verify with a certificate authority; give one of them (client-go refuses both)"
+        )
     proxy = str(entry.get("proxy-url") or "")
     if proxy:
         parts = urlsplit(proxy)
         if parts.scheme not in _PROXY_SCHEMES or not parts.hostname:
             raise KubeConfigError(f"{where}: proxy-url {proxy!r}: an http, https or socks5 URL with a host expected")
-    return Settings(server=server.rstrip("/"), source=source, ca_file=ca_file, ca_data=ca_data, insecure=insecure,
-                    tls_server_name=str(entry.get("tls-server-name") or ""), proxy_url=proxy)
+    return Settings(
+        server=server.rstrip("/"),
+        source=source,
+        ca_file=ca_file,
+        ca_data=ca_data,
+        insecure=insecure,
+        tls_server_name=str(entry.get("tls-server-name") or ""),
+        proxy_url=proxy,
+    )
 
 
 def _user(settings: Settings, name: str, origin: str, entry: dict, cluster: dict) -> Settings:
@@ -216,7 +224,8 @@ def _user(settings: Settings, name: str, origin: str, entry: dict, cluster: dict
         raise KubeConfigError(
             f"{where} authenticates through auth-provider {provider!r}, which is not supported: kubectl itself dropped "
             f"the gcp and azure providers in 1.26. Use the provider's exec plugin instead (gke-gcloud-auth-plugin, "
-            f"kubelogin for Azure and for oidc), or a token or client certificate")
+            f"kubelogin for Azure and for oidc), or a token or client certificate"
+        )
     impersonating = [key for key in _IMPERSONATION if entry.get(key)]
     if impersonating:
         raise KubeConfigError(f"{where}: impersonation ({', '.join(impersonating)}) is not supported")
@@ -227,11 +236,24 @@ def _user(settings: Settings, name: str, origin: str, entry: dict, cluster: dict
     token, token_file = str(entry.get("token") or "").strip(), _resolve(str(entry.get("tokenFile") or ""), origin)
     username, password = str(entry.get("username") or ""), str(entry.get("password") or "")
     if (token or token_file) and (username or password):
-        raise KubeConfigError(f"{where}: a token and a username/password are both given; only one authentication "
-                              f"method is allowed (as in client-go)")
+        raise KubeConfigError(
+            f"{where}: a token and a username/password are both given; only one authentication "
+            f"method is allowed (as in client-go)"
+        )
     plugin = _exec(entry["exec"], origin, where, cluster) if entry.get("exec") else None
-    return replace(settings, user=name, cert_file=cert_file, cert_data=cert_data, key_file=key_file, key_data=key_data,
-                   token=token, token_file=token_file, username=username, password=password, exec_plugin=plugin)
+    return replace(
+        settings,
+        user=name,
+        cert_file=cert_file,
+        cert_data=cert_data,
+        key_file=key_file,
+        key_data=key_data,
+        token=token,
+        token_file=token_file,
+        username=username,
+        password=password,
+        exec_plugin=plugin,
+    )
 
 
 def _exec(entry: Any, origin: str, where: str, cluster: dict) -> ExecPlugin:
@@ -244,16 +266,20 @@ def _exec(entry: Any, origin: str, where: str, cluster: dict) -> ExecPlugin:
         command = _resolve(command, origin)
     version = str(entry.get("apiVersion") or "")
     if version not in EXEC_API_VERSIONS:
-        raise KubeConfigError(f"{where}: exec apiVersion {version!r} is not supported (use one of "
-                              f"{', '.join(EXEC_API_VERSIONS)})")
+        raise KubeConfigError(
+            f"{where}: exec apiVersion {version!r} is not supported (use one of {', '.join(EXEC_API_VERSIONS)})"
+        )
     mode = str(entry.get("interactiveMode") or "")
     if not mode and version.endswith("/v1beta1"):
         mode = "IfAvailable"  # client-go's default for v1beta1; v1 must say
     if mode not in _INTERACTIVE_MODES:
-        raise KubeConfigError(f"{where}: exec interactiveMode {mode!r}: one of {', '.join(_INTERACTIVE_MODES)} expected")
+        raise KubeConfigError(
+            f"{where}: exec interactiveMode {mode!r}: one of {', '.join(_INTERACTIVE_MODES)} expected"
+        )
     if mode == "Always":
-        raise KubeConfigError(f"{where}: the exec plugin wants a terminal (interactiveMode Always); the estimator runs "
-                              f"without one")
+        raise KubeConfigError(
+            f"{where}: the exec plugin wants a terminal (interactiveMode Always); the estimator runs without one"
+        )
     env = []
     for variable in entry.get("env") or []:
         if not isinstance(variable, dict) or not variable.get("name"):
@@ -263,9 +289,16 @@ def _exec(entry: Any, origin: str, where: str, cluster: dict) -> ExecPlugin:
     if not isinstance(args, list):
         raise KubeConfigError(f"{where}: exec args is not a list")
     extensions = {e.get("name"): e.get("extension") for e in cluster.get("extensions") or [] if isinstance(e, dict)}
-    return ExecPlugin(command=command, args=tuple(str(a) for a in args), env=tuple(env), api_version=version,
-                      interactive_mode=mode, provide_cluster_info=entry.get("provideClusterInfo") is True,
-                      install_hint=str(entry.get("installHint") or ""), cluster_config=extensions.get(EXEC_EXTENSION))
+    return ExecPlugin(
+        command=command,
+        args=tuple(str(a) for a in args),
+        env=tuple(env),
+        api_version=version,
+        interactive_mode=mode,
+        provide_cluster_info=entry.get("provideClusterInfo") is True,
+        install_hint=str(entry.get("installHint") or ""),
+        cluster_config=extensions.get(EXEC_EXTENSION),
+    )
 
 
 def in_cluster(environ: Mapping[str, str], directory: str = SERVICE_ACCOUNT_DIR) -> Settings:
@@ -276,9 +309,13 @@ def in_cluster(environ: Mapping[str, str], directory: str = SERVICE_ACCOUNT_DIR)
         raise KubeConfigError("not running in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address
-    return Settings(server=f"https://{host}:{port}", source="in-cluster service account",
-                    token_file=os.path.join(directory, "token"), ca_file=os.path.join(directory, "ca.crt"),
-                    ca_optional=True)
+    return Settings(
+        server=f"https://{host}:{port}",
+        source="in-cluster service account",
+        token_file=os.path.join(directory, "token"),
+        ca_file=os.path.join(directory, "ca.crt"),
+        ca_optional=True,
+    )
 
 
 def exec_info(plugin: ExecPlugin, settings: Settings, ca_data: bytes = b"") -> str:
@@ -287,15 +324,17 @@ def exec_info(plugin: ExecPlugin, settings: Settings, ca_data: bytes = b"") -> s
     spec: dict[str, Any] = {"interactive": False}
     if plugin.provide_cluster_info:
         cluster: dict[str, Any] = {"server": settings.server}
-        for key, value in (("tls-server-name", settings.tls_server_name), ("proxy-url", settings.proxy_url),
-                           ("insecure-skip-tls-verify", settings.insecure),
-                           ("certificate-authority-data", base64.b64encode(ca_data).decode() if ca_data else ""),
-                           ("config", plugin.cluster_config)):
+        for key, value in (
+            ("tls-server-name", settings.tls_server_name),
+            ("proxy-url", settings.proxy_url),
+            ("insecure-skip-tls-verify", settings.insecure),
+            ("certificate-authority-data", base64.b64encode(ca_data).decode() if ca_data else ""),
+            ("config", plugin.cluster_config),
+        ):
             if value:
                 cluster[key] = value
         spec["cluster"] = cluster
-    return json.dumps({"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec},
-                      separators=(",", ":"))
+    return json.dumps({"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec}, separators=(",", ":"))
 
 
 def parse_exec_credential(stdout: bytes, plugin: ExecPlugin) -> ExecCredential:
@@ -308,8 +347,9 @@ def parse_exec_credential(stdout: bytes, plugin: ExecPlugin) -> ExecCredential:
     if not isinstance(document, dict) or document.get("kind") != "ExecCredential":
         raise KubeConfigError(f"{where}: its output is not an ExecCredential")
     if document.get("apiVersion") != plugin.api_version:
-        raise KubeConfigError(f"{where}: configured for {plugin.api_version}, it answered "
-                              f"{document.get('apiVersion')!r}")
+        raise KubeConfigError(
+            f"{where}: configured for {plugin.api_version}, it answered {document.get('apiVersion')!r}"
+        )
     status = document.get("status")
     if not isinstance(status, dict):
         raise KubeConfigError(f"{where}: its ExecCredential has no status")
@@ -318,15 +358,17 @@ def parse_exec_credential(stdout: bytes, plugin: ExecPlugin) -> ExecCredential:
     if not (token or cert or key):
         raise KubeConfigError(f"{where}: it returned neither a token nor a client certificate and key")
     if bool(cert) != bool(key):
-        raise KubeConfigError(f"{where}: it returned a client certificate without its key, or a key without "
-                              f"its certificate")
+        raise KubeConfigError(
+            f"{where}: it returned a client certificate without its key, or a key without its certificate"
+        )
     expires_at = None
     if status.get("expirationTimestamp"):
         try:
             expires_at = datetime.fromisoformat(str(status["expirationTimestamp"]).replace("Z", "+00:00")).timestamp()
         except ValueError:
-            raise KubeConfigError(f"{where}: expirationTimestamp {status['expirationTimestamp']!r} is not "
-                                  f"RFC 3339") from None
+            raise KubeConfigError(
+                f"{where}: expirationTimestamp {status['expirationTimestamp']!r} is not RFC 3339"
+            ) from None
     return ExecCredential(token=token.strip(), cert_data=cert.encode(), key_data=key.encode(), expires_at=expires_at)
 
 

@@ -16,9 +16,9 @@ import os
 import ssl
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 
 from estimator.cluster.kubefiles import ObjectFileError, parse_objects
 from estimator.cluster.watch import kubeconfig as kc
@@ -50,9 +50,14 @@ class ClientConfig:
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False, repr=False)
 
 
-def load_configuration(kubeconfig: str = "", master: str = "", context: str | None = None, *,
-                       environ: Mapping[str, str] | None = None,
-                       service_account_dir: str = kc.SERVICE_ACCOUNT_DIR) -> ClientConfig:
+def load_configuration(
+    kubeconfig: str = "",
+    master: str = "",
+    context: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    service_account_dir: str = kc.SERVICE_ACCOUNT_DIR,
+) -> ClientConfig:
     """clientcmd.BuildConfigFromFlags: kubeconfig (with --master overriding its server),
     --master alone (no credentials), or in-cluster when neither is given."""
     environ = os.environ if environ is None else environ
@@ -139,35 +144,58 @@ def materialize(settings: kc.Settings, environ: Mapping[str, str]) -> ClientConf
     if any(c in authorization for c in "\r\n"):
         raise KubeConfigError("the token or password contains a line break")
     proxy = settings.proxy_url or kc.environment_proxy(settings.server, environ)
-    config = ClientConfig(host=settings.server.rstrip("/"), ca_pem=ca, verify=not settings.insecure,
-                          tls_server_name=settings.tls_server_name, cert_pem=cert, key_pem=key,
-                          authorization=authorization, proxy_url=proxy, uses_plugin=uses_plugin,
-                          source=settings.source, expires_at=expires_at)
+    config = ClientConfig(
+        host=settings.server.rstrip("/"),
+        ca_pem=ca,
+        verify=not settings.insecure,
+        tls_server_name=settings.tls_server_name,
+        cert_pem=cert,
+        key_pem=key,
+        authorization=authorization,
+        proxy_url=proxy,
+        uses_plugin=uses_plugin,
+        source=settings.source,
+        expires_at=expires_at,
+    )
     if not config.host.startswith("https://"):
         return config
     return replace(config, ssl_context=tls_context(config))
 
 
-def run_exec_plugin(plugin: kc.ExecPlugin, settings: kc.Settings, environ: Mapping[str, str],
-                    ca_data: bytes = b"", timeout: float = EXEC_TIMEOUT_SECONDS) -> kc.ExecCredential:
+def run_exec_plugin(
+    plugin: kc.ExecPlugin,
+    settings: kc.Settings,
+    environ: Mapping[str, str],
+    ca_data: bytes = b"",
+    timeout: float = EXEC_TIMEOUT_SECONDS,
+) -> kc.ExecCredential:
     """Run the plugin as client-go does: our environment plus its `env`, KUBERNETES_EXEC_INFO,
     no stdin (never interactive), its stderr ours; its stdout is the ExecCredential."""
     env = {**environ, **dict(plugin.env), kc.EXEC_INFO_ENV: kc.exec_info(plugin, settings, ca_data)}
     try:
-        done = subprocess.run([plugin.command, *plugin.args], env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, timeout=timeout, check=False)
+        done = subprocess.run(
+            [plugin.command, *plugin.args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
     except FileNotFoundError:
         hint = f" ({plugin.install_hint.strip()})" if plugin.install_hint.strip() else ""
-        raise KubeConfigError(f"exec plugin of user {settings.user!r}: executable {plugin.command} not found{hint}") \
-            from None
+        raise KubeConfigError(
+            f"exec plugin of user {settings.user!r}: executable {plugin.command} not found{hint}"
+        ) from None
     except subprocess.TimeoutExpired:
-        raise KubeConfigError(f"exec plugin of user {settings.user!r}: {plugin.command} gave no answer within "
-                              f"{timeout:g}s") from None
+        raise KubeConfigError(
+            f"exec plugin of user {settings.user!r}: {plugin.command} gave no answer within {timeout:g}s"
+        ) from None
     except OSError as error:
         raise KubeConfigError(f"exec plugin of user {settings.user!r}: cannot run {plugin.command}: {error}") from None
     if done.returncode != 0:
-        raise KubeConfigError(f"exec plugin of user {settings.user!r}: {plugin.command} failed with exit code "
-                              f"{done.returncode}")
+        raise KubeConfigError(
+            f"exec plugin of user {settings.user!r}: {plugin.command} failed with exit code {done.returncode}"
+        )
     return kc.parse_exec_credential(done.stdout, plugin)
 
 

@@ -22,7 +22,8 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 
@@ -81,12 +82,20 @@ class Reflector:
         self._limiter = limiter
         self._stop = stop
         self.options = options or ReflectorOptions()
-        self._backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng,
-                                reset_after=self.options.backoff_reset_after)
+        self._backoff = Backoff(
+            self.options.backoff_initial,
+            self.options.backoff_cap,
+            rng=self.options.rng,
+            reset_after=self.options.backoff_reset_after,
+        )
         # 410s have their own backoff: the first relist after an outage (whose failures grew
         # the main backoff) is not delayed by it, while 410s in a row still slow down.
-        self._gone_backoff = Backoff(self.options.backoff_initial, self.options.backoff_cap, rng=self.options.rng,
-                                     reset_after=self.options.backoff_reset_after)
+        self._gone_backoff = Backoff(
+            self.options.backoff_initial,
+            self.options.backoff_cap,
+            rng=self.options.rng,
+            reset_after=self.options.backoff_reset_after,
+        )
         self.resource_version = ""  # "" -> the next step is a (re)list
         self.synced = False  # listed once; stays true (client-go HasSynced)
         self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
@@ -158,8 +167,9 @@ class Reflector:
                 if self._watch():
                     self._healthy()
                     continue
-                delay = self._failed("short-watch", f"watch ended after less than {self.options.min_watch_seconds}s "
-                                                    "without events")
+                delay = self._failed(
+                    "short-watch", f"watch ended after less than {self.options.min_watch_seconds}s without events"
+                )
             except _Stopped:
                 return
             except Gone as error:
@@ -171,8 +181,12 @@ class Reflector:
                 self._client.fresh_connections()
                 if self._productive:
                     self._count_error("silent")
-                    log.warning("%s: %s; presumed dead, resuming from resourceVersion %s through a new connection",
-                                self.kind, error, self.resource_version)
+                    log.warning(
+                        "%s: %s; presumed dead, resuming from resourceVersion %s through a new connection",
+                        self.kind,
+                        error,
+                        self.resource_version,
+                    )
                     continue
                 delay = self._failed("silent", str(error))
             except Unavailable as error:
@@ -209,16 +223,25 @@ class Reflector:
 
     def _healthy(self) -> None:
         if self.failing_since is not None:
-            log.info("%s: list/watch healthy again after %.0fs of failures", self.kind,
-                     self.options.clock() - self.failing_since)
+            log.info(
+                "%s: list/watch healthy again after %.0fs of failures",
+                self.kind,
+                self.options.clock() - self.failing_since,
+            )
         self.failing_since = None
         self._next_loud = 0.0
 
     def _count_error(self, reason: str) -> None:
         self.errors[reason] = self.errors.get(reason, 0) + 1
 
-    def _failed(self, reason: str, message: str, level: int = logging.WARNING, quiet: bool = False,
-                backoff: Backoff | None = None) -> float:
+    def _failed(
+        self,
+        reason: str,
+        message: str,
+        level: int = logging.WARNING,
+        quiet: bool = False,
+        backoff: Backoff | None = None,
+    ) -> float:
         """Count a failure and return how long to wait before the next attempt.
 
         The backoff is not reset by a successful list or a short watch: only a stretch of
@@ -233,13 +256,25 @@ class Reflector:
         delay = backoff.next(now)
         attempt = backoff.failures
         if not quiet and (attempt & (attempt - 1)) == 0:  # 1st, 2nd, 4th, 8th, ... in a row
-            log.log(level, "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
-                    self.kind, message, delay, attempt)
+            log.log(
+                level,
+                "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
+                self.kind,
+                message,
+                delay,
+                attempt,
+            )
         failing_for = now - self.failing_since
         if failing_for >= self.options.loud_after and now >= self._next_loud:
             self._next_loud = now + self.options.loud_every
-            log.error("%s: list/watch has been failing for %.0fs (last error: %s); estimates are answered from "
-                      "state %.0fs old", self.kind, failing_for, message[:200], time.monotonic() - self.last_ok)
+            log.error(
+                "%s: list/watch has been failing for %.0fs (last error: %s); estimates are answered from "
+                "state %.0fs old",
+                self.kind,
+                failing_for,
+                message[:200],
+                time.monotonic() - self.last_ok,
+            )
         return delay
 
     def _not_served(self, error: ApiError) -> float:
@@ -251,8 +286,13 @@ class Reflector:
         if not self.not_served:
             self.not_served = True
             what = "not served by the API server" if error.status == 404 else "not readable with our credentials"
-            log.warning("%s: %s (%s): counted as none (DRA-served devices are not counted); listing again every %.0fs",
-                        self.kind, what, str(error)[:200], self.options.optional_retry)
+            log.warning(
+                "%s: %s (%s): counted as none (DRA-served devices are not counted); listing again every %.0fs",
+                self.kind,
+                what,
+                str(error)[:200],
+                self.options.optional_retry,
+            )
         if self._cache.keys(self.kind):
             self._cache.replace_kind(self.kind, [])  # it was served before: its objects are gone with it
         if not self.synced:
@@ -299,8 +339,7 @@ class Reflector:
                 # start over; client-go's pager then asks for everything in one response
                 # rather than risk the same race again page by page.
                 self._count_error("continue-expired")
-                log.info("%s: continue token expired during a paginated list; listing again in one request",
-                         self.kind)
+                log.info("%s: continue token expired during a paginated list; listing again in one request", self.kind)
                 seen.clear()
                 if aside is not None:
                     aside.clear()
@@ -384,9 +423,14 @@ class Reflector:
             return None
         if getattr(record, "saturated", ()):
             self.saturated += 1
-            log.warning("%s %s: %s requests more %s than a 64-bit count holds; counted as the maximum "
-                        "(nothing else fits on its node)", self.kind, where, _name(obj, self.spec.namespaced),
-                        ", ".join(record.saturated))
+            log.warning(
+                "%s %s: %s requests more %s than a 64-bit count holds; counted as the maximum "
+                "(nothing else fits on its node)",
+                self.kind,
+                where,
+                _name(obj, self.spec.namespaced),
+                ", ".join(record.saturated),
+            )
         return record
 
     def _apply(self, where: str, obj: Any, record) -> None:
@@ -397,8 +441,14 @@ class Reflector:
 
     def _malformed(self, where: str, obj: Any, error: Exception, unexpected: bool = False) -> None:
         self.malformed += 1
-        log.warning("%s %s: skipping malformed object %s: %s", self.kind, where,
-                    _name(obj, self.spec.namespaced), error or type(error).__name__, exc_info=unexpected)
+        log.warning(
+            "%s %s: skipping malformed object %s: %s",
+            self.kind,
+            where,
+            _name(obj, self.spec.namespaced),
+            error or type(error).__name__,
+            exc_info=unexpected,
+        )
 
     # --- watch --------------------------------------------------------------------------
 
@@ -406,8 +456,9 @@ class Reflector:
         """Watch from `resource_version` until the stream ends; True if it was productive."""
         options = self.options
         self._take_token()
-        timeout_seconds = max(1, int(options.min_watch_timeout * (1.0 + options.watch_timeout_jitter
-                                                                  * options.rng.random())))
+        timeout_seconds = max(
+            1, int(options.min_watch_timeout * (1.0 + options.watch_timeout_jitter * options.rng.random()))
+        )
         stream = self._client.watch(
             self.kind,
             resource_version=self.resource_version,

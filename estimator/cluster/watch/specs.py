@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from estimator.core.model import TERMINAL_POD_PHASES
 
 POD_FIELD_SELECTOR = ",".join(f"status.phase!={phase}" for phase in TERMINAL_POD_PHASES)
+
 
 @dataclass(frozen=True)
 class KindSpec:

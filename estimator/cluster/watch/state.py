@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from estimator.cluster import gccontrol
 from estimator.cluster.cache import ClusterCache
@@ -93,8 +93,13 @@ class WatchClusterState:
         if self._started:
             return
         self._started = True
-        log.info("listing and watching %s on %s (qps %s, burst %d)",
-                 ", ".join(self.reflectors), self.client.host, self.limiter.qps, self.limiter.burst)
+        log.info(
+            "listing and watching %s on %s (qps %s, burst %d)",
+            ", ".join(self.reflectors),
+            self.client.host,
+            self.limiter.qps,
+            self.limiter.burst,
+        )
         if self.freeze_gc:
             _freeze_gc("start")
             self._froze = True
@@ -111,8 +116,11 @@ class WatchClusterState:
 
     def _held(self) -> bool:
         if self._holding and time.monotonic() > self._hold_deadline:
-            log.warning("relist after reload still incomplete for %s after %.0fs; publishing the live state",
-                        ", ".join(sorted(self._holding)), self.relist_hold_max)
+            log.warning(
+                "relist after reload still incomplete for %s after %.0fs; publishing the live state",
+                ", ".join(sorted(self._holding)),
+                self.relist_hold_max,
+            )
             self._holding = set()
         return bool(self._holding)
 
@@ -169,8 +177,12 @@ class WatchClusterState:
         while not self._stop.wait(period):
             try:
                 published = self._published
-                if (self.synced() and (published is None or published.version != self.cache.version)
-                        and not self.cache.busy and not self._held()):
+                if (
+                    self.synced()
+                    and (published is None or published.version != self.cache.version)
+                    and not self.cache.busy
+                    and not self._held()
+                ):
                     self._publish()
             except Exception:  # noqa: BLE001 - estimates then build snapshots themselves
                 log.exception("snapshot publisher tick failed")
@@ -184,8 +196,11 @@ class WatchClusterState:
         return False
 
     def health(self) -> tuple[bool, str]:
-        dead = [f"{r.kind}: {r.died or 'thread ended'}" for r in self.reflectors.values()
-                if self._started and not self._stopped and not r.alive()]
+        dead = [
+            f"{r.kind}: {r.died or 'thread ended'}"
+            for r in self.reflectors.values()
+            if self._started and not self._stopped and not r.alive()
+        ]
         if dead:
             return False, "watch loop died: " + "; ".join(dead)
         if not self._started:
