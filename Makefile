@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # estimator picks the same directory itself when started from a checkout without make).
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test proto install clean
+.PHONY: demo test proto install clean lint format
 
 # Installing also compiles the kernels into the cache (~20 CPU-seconds, once), so the first
 # demo or estimator start only loads them; the demo still compiles once itself if the cache
@@ -21,9 +21,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The lowest-floor job first (below), then the whole suite: its summary is the last line.
+# The lowest-floor job first (below), then the whole suite: its summary is the last line. The suite
+# includes the formatter, linter and type checker (tests/test_lint.py, the same three as `make lint`).
 test: $(STAMP) test-floors
 	$(PY) -m pytest -q
+
+# ruff (lint, then format) and mypy on estimator/ and scheduler_client/, as configured in pyproject.toml
+# ([tool.ruff], [tool.mypy]: what each checks, what is left out and why); `make format` applies ruff's
+# safe fixes and its formatting.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix
+	$(VENV)/bin/ruff format
 
 # The demo loads the kernels once (compiling them first if the cache is stale) and forks its eight
 # estimators from itself, so they share the loaded kernels instead of loading them eight times.
@@ -35,7 +48,7 @@ proto: $(STAMP)
 	$(PY) -m estimator.pb.regenerate
 
 clean:
-	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis .mypy_cache .ruff_cache
 
 # Honest dependency floors: every direct dependency at the lowest version pyproject.toml allows
 # (uv's --resolution lowest-direct) in a venv of its own, running a representative fast subset of

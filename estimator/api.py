@@ -46,7 +46,7 @@ Command-line values (Go syntax, Karmada's feature gates)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,8 @@ from estimator.goflags import FlagValueError, UnknownFeatureGate, parse_feature_
 from estimator.goflags import parse_duration as parse_go_duration
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from estimator.cluster.cache import ClusterCache
 
 
@@ -105,7 +107,7 @@ if TYPE_CHECKING:
 # cache cost about a second to import, and most client commands never need them.
 
 
-def load_object_files(paths) -> ClusterCache:
+def load_object_files(paths: str | Path | Sequence[str | Path]) -> ClusterCache:
     """A cluster cache holding every object of the kubectl-style files `paths`; its
     `.snapshot()` is a ClusterSnapshot. StateLoadError names the bad file and object."""
     from estimator.cluster.files import load_object_files as load
@@ -113,7 +115,7 @@ def load_object_files(paths) -> ClusterCache:
     return load(paths)
 
 
-def first_fit_sets(*args, **kwargs):
+def first_fit_sets(*args: Any, **kwargs: Any) -> Any:
     """Karmada's first-fit packing of component sets (estimator.kernels.first_fit_sets)."""
     from estimator.kernels import first_fit_sets as kernel
 
@@ -157,14 +159,14 @@ def count_dra_devices(objects: Iterable[Any]) -> DraCounts:
     for obj in objects:
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
         if kind == "DeviceClass":
-            record = device_class_record(obj)
-            state.set_class(record.name, record)
+            device_class = device_class_record(obj)
+            state.set_class(device_class.name, device_class)
         elif kind == "ResourceSlice":
-            record = slice_record(obj)
-            state.set_slice(record.name, record)
+            resource_slice = slice_record(obj)
+            state.set_slice(resource_slice.name, resource_slice)
         elif kind == "ResourceClaim":
-            record = claim_record(obj)
-            state.set_claim((record.namespace, record.name), record)
+            claim = claim_record(obj)
+            state.set_claim((claim.namespace, claim.name), claim)
     counts = state.counts()
     served = {name: cls.name for name, cls in served_names(state.classes.values()).items()}
     return DraCounts(
@@ -172,7 +174,7 @@ def count_dra_devices(objects: Iterable[Any]) -> DraCounts:
     )
 
 
-def fork_estimator(argv, output_fd: int | None = None) -> int:
+def fork_estimator(argv: Sequence[str], output_fd: int | None = None) -> int:
     """Run `karmada-estimator argv` in a child forked from this process; its pid
     (estimator.service.launch.fork_serve of the command line's main, estimator.cli.main:
     Linux, single-threaded, no gRPC object created yet)."""

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -132,27 +133,30 @@ def _presented_certificate(address: str, tls: ClientTLS, timeout: float) -> tupl
     probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
     if tls.cert and tls.key:
-        _load_client_pair(probe, tls)
+        _load_client_pair(probe, tls.cert, tls.key)
     with socket.create_connection((host, port), timeout=timeout) as raw, probe.wrap_socket(raw) as conn:
-        pem = ssl.DER_cert_to_PEM_cert(conn.getpeercert(binary_form=True))
+        der = conn.getpeercert(binary_form=True)
+    assert der is not None  # a TLS server presents a certificate (no anonymous suites are offered)
+    pem = ssl.DER_cert_to_PEM_cert(der)
     reader = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     reader.check_hostname = False
     reader.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     reader.load_verify_locations(cadata=pem)
     if tls.cert and tls.key:
-        _load_client_pair(reader, tls)
+        _load_client_pair(reader, tls.cert, tls.key)
     with socket.create_connection((host, port), timeout=timeout) as raw, reader.wrap_socket(raw) as conn:
-        details = conn.getpeercert()
+        details: dict[str, Any] | None = conn.getpeercert()
+    assert details is not None  # the handshake verified it, so there is one
     names = [value for kind, value in details.get("subjectAltName", ()) if kind == "DNS"]
     names += [value for kind, value in details.get("subjectAltName", ()) if kind == "IP Address"]
     names += [value for rdn in details.get("subject", ()) for key, value in rdn if key == "commonName"]
     return pem.encode(), (names[0] if names else host)
 
 
-def _load_client_pair(context: ssl.SSLContext, tls: ClientTLS) -> None:
+def _load_client_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     # ssl wants files; the PEM came from files, so a private temporary copy is enough.
     with tempfile.NamedTemporaryFile("wb", suffix=".pem") as pair:
-        pair.write(tls.cert + b"\n" + tls.key)
+        pair.write(cert + b"\n" + key)
         pair.flush()
         context.load_cert_chain(pair.name)
 

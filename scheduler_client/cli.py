@@ -67,7 +67,9 @@ class _ControlPlaneInputs:
     view: controlplane.ControlPlaneView
     broken: dict[str, str]  # members whose estimator karmada-scheduler cannot dial, and why
 
-    def summary(self, endpoints: dict[str, accurate.Endpoint], flights: list[bindings.InFlight], source: str) -> dict:
+    def summary(
+        self, endpoints: dict[str, accurate.Endpoint], flights: Sequence[bindings.InFlight], source: str
+    ) -> dict:
         view = self.view
         estimators = {}
         for name, service in view.estimators.items():
@@ -258,8 +260,9 @@ def run_summarize(args) -> int:
     objects = [
         to_cluster_object(m.name, m.labels, m.models, m.summary, m.grade_counts, m.provider, m.region, m.zones)
         for m in members
+        if m.summary is not None  # (every one, as chosen above)
     ]
-    for member, obj in zip(members, objects):
+    for member, obj in zip(members, objects, strict=True):
         if member.dra:  # beside the node-allocatable summary: what the member serves through DRA
             obj["metadata"]["annotations"] = {dra.ANNOTATION: dra.annotation(member.dra)}
     if args.output == "json":

@@ -377,8 +377,9 @@ def read_control_plane(
                 (CLUSTER_POLICIES, "ClusterPropagationPolicy"),
             ):
                 for raw in client.items(path):
-                    meta = raw.get("metadata") or {}
-                    label = f"{kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
+                    meta: Mapping[str, Any] = raw.get("metadata") or {}
+                    where = meta.get("namespace")
+                    label = f"{kind} {where + '/' if where else ''}{meta.get('name')}"
                     try:
                         policies.append(parse_policy({"kind": kind, **raw}))
                     except PolicyError as error:

@@ -81,7 +81,8 @@ class Scenario:
 
 
 def _sets_table(scenario: Scenario, use_accurate: bool) -> list:
-    rows, results = [("job", *MEMBERS, "chosen")], []
+    rows: list[tuple[str, ...]] = [("job", *MEMBERS, "chosen")]
+    results = []
     for job in JOBS:
         result = scenario.place(job, use_accurate)
         sets = {m.name: m.sets for m in result.members}
@@ -93,7 +94,7 @@ def _sets_table(scenario: Scenario, use_accurate: bool) -> list:
 
 def packing_table(endpoints_by_mode: dict[str, dict[str, accurate.Endpoint]], scenario: Scenario) -> None:
     _section("Accurate estimators: complete sets each member can host (MaxAvailableComponentSets over gRPC)")
-    rows = [("job", "packing", *MEMBERS)]
+    rows: list[tuple[str, ...]] = [("job", "packing", *MEMBERS)]
     for job in JOBS:
         query_job = scenario.jobs[job]
         query = ComponentSetsQuery(query_job.components, query_job.namespace)
@@ -112,6 +113,7 @@ def gpu_story(scenario: Scenario, job_name: str) -> str:
     facts = []
     for member in scenario.members:
         total = member.summary.allocatable.get(GPU, 0) if member.summary else 0
+        assert member.snapshot is not None  # every demo member has its object files
         column = member.snapshot.column(GPU)
         per_node = int(member.snapshot.allocatable[:, column].max()) if column is not None else 0
         if total >= need * count and per_node < need:
@@ -177,7 +179,7 @@ def with_accurate(scenario: Scenario) -> None:
 
 def blind_models(scenario: Scenario) -> None:
     _section("(c) Karmada's default resource models describe cpu and memory only: GPU jobs")
-    rows = [("job", "answers", *MEMBERS, "chosen")]
+    rows: list[tuple[str, ...]] = [("job", "answers", *MEMBERS, "chosen")]
     for job in JOBS:
         for label, compatible in (("Karmada (--karmada-compatible)", True), ("karmada-place", False)):
             result = scenario.place(job, use_accurate=True, karmada_compatible=compatible)
@@ -211,11 +213,13 @@ def dra_member(scenario: Scenario) -> None:
     _section(f"(e) {DRA_MEMBER}: GPUs served through Dynamic Resource Allocation (Kubernetes 1.36, KEP-5004)")
     member = next(m for m in scenario.members if m.name == DRA_MEMBER)
     classes = ", ".join(sorted({r.device_class for r in member.dra if r.name == GPU}))
+    assert member.summary is not None  # every demo member has its object files
     print(
         f"    {DRA_MEMBER}'s nodes advertise no {GPU} in status.allocatable, so its Cluster's resourceSummary has "
         f"none\n    (allocatable {member.summary.allocatable.get(GPU, 0)}, allocated "
         f"{member.summary.allocated.get(GPU, 0)}: pods' requests); DeviceClass {classes} "
-        f"(extendedResourceName {GPU})\n    serves it from the devices a DRA driver publishes in ResourceSlices. `karmada-place summarize` writes:"
+        f"(extendedResourceName {GPU})\n    serves it from the devices a DRA driver publishes in ResourceSlices. "
+        "`karmada-place summarize` writes:"
     )
     for line in dra.comment_lines(member.name, member.dra, member.dra_failed_classes):
         print(f"    {line}")

@@ -134,7 +134,8 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
             what = (
                 "its spread constraints ("
                 + ", ".join(
-                    f"{sc.spread_by_field or 'label ' + sc.spread_by_label} {sc.min_groups}..{sc.max_groups or 'unbounded'}"
+                    f"{sc.spread_by_field or 'label ' + sc.spread_by_label} "
+                    f"{sc.min_groups}..{sc.max_groups or 'unbounded'}"
                     for sc in placement.spread_constraints
                 )
                 + ") are not spreadByField cluster with minGroups 1, maxGroups 1"
@@ -157,6 +158,7 @@ def _spread(inp: DoctorInput, allowed: Sequence[str]) -> list[Finding]:
         )
     elif placement.spread_ignored():
         rs = placement.replica_scheduling
+        assert rs is not None  # spread_ignored() says so
         why = "defaulted to Weighted by Karmada's webhook" if rs.division_defaulted else "Weighted"
         findings.append(
             Finding(

@@ -18,8 +18,9 @@ the estimator's own rules; a node counts for a name only when its allocatable ha
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from estimator.api import DraCounts, ResourceListError, parse_resource_list
 
@@ -80,13 +81,15 @@ def served_resources(nodes: Sequence[Mapping], counts: DraCounts) -> tuple[DraRe
     return tuple(DraResource(name, counts.served.get(name, ""), *entry) for name, entry in sorted(totals.items()))
 
 
-def invisible(dra: Sequence[DraResource], allocatable: Mapping[str, int], names) -> tuple[DraResource, ...]:
+def invisible(
+    dra: Sequence[DraResource], allocatable: Mapping[str, int], names: Collection[str]
+) -> tuple[DraResource, ...]:
     """The resources among `names` served through DRA where the Cluster's allocatable has none:
     Karmada's general estimator answers 0 sets for a job asking any of them."""
     return tuple(r for r in dra if r.name in names and allocatable.get(r.name, 0) <= 0)
 
 
-def member_blind(member, names) -> tuple[DraResource, ...]:
+def member_blind(member: Any, names: Collection[str]) -> tuple[DraResource, ...]:
     """invisible() for a members.Member: its DRA view against its Cluster summary (none: nothing)."""
     summary = member.summary
     return invisible(member.dra, summary.allocatable if summary is not None else {}, names)
@@ -107,7 +110,7 @@ def annotation(resources: Sequence[DraResource]) -> str:
     )
 
 
-def comment_lines(member: str, resources: Sequence[DraResource], failed: Sequence[str] = ()) -> list[str]:
+def comment_lines(member: str, resources: Sequence[DraResource], failed: Iterable[str] = ()) -> list[str]:
     """`# ` lines for summarize's YAML: the DRA view beside the node-allocatable summary."""
     lines = []
     if resources:

@@ -101,7 +101,7 @@ def component_blockers(snapshot: ClusterSnapshot, components: Sequence[Component
         fit = _fit_per_node(snapshot, mask, c)
         if int(fit.sum()) < c.replicas:
             names = np.asarray(snapshot.node_names, dtype=object)[mask]
-            holders = ", ".join(f"{n}: {int(f)}" for n, f in zip(names, fit) if f > 0)
+            holders = ", ".join(f"{n}: {int(f)}" for n, f in zip(names, fit, strict=True) if f > 0)
             reasons.append(
                 f"component {c.name} needs {c.replicas} replicas at once; the nodes it may use fit "
                 f"{int(fit.sum())} ({holders})"

@@ -34,7 +34,8 @@ class ForkedProcess:
     """The part of subprocess.Popen's interface the launcher uses, for a forked child."""
 
     def __init__(self, pid: int, args: list[str]):
-        self.pid, self.args, self.returncode = pid, args, None
+        self.pid, self.args = pid, args
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -45,11 +46,12 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             if deadline is not None and time.monotonic() > deadline:
+                assert timeout is not None  # a deadline comes from it
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(0.01)
-        return self.returncode
+        return code
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:

@@ -73,7 +73,8 @@ def build_members(
     members = []
     for name in names:
         obj, snap = by_name.get(name), snapshots.get(name)
-        models, models_source = (), ""
+        models: tuple[ResourceModel, ...] = ()
+        models_source = ""
         if obj is not None and obj.resource_models:
             models, models_source = obj.resource_models, SPEC_MODELS
         elif modeling_enabled:

@@ -215,7 +215,7 @@ def evaluate(
         answers = _ask(ask_accurate, to_ask, flights, karmada_job) or answers
     outcome = _karmada_outcome(seen_by_karmada, members, placement, options, answers, flights)
     components = placed_components(job)
-    targets = (Target(selected, 0, components),) if selected else ()
+    targets: tuple[Target, ...] = (Target(selected, 0, components),) if selected else ()
     compatible = options.karmada_compatible and outcome.exact
     if compatible:  # Karmada's answer is this tool's
         components = target_components(seen_by_karmada, placement, options.gates)

@@ -36,6 +36,7 @@ means the case is outside the model (see `caveat`); its targets are then empty, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from estimator.api import Component
@@ -154,9 +155,9 @@ def _mark(value: int | None) -> str:
     return UNKNOWN_MARK if value < 0 else str(value)
 
 
-def columns(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
+def columns(rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths))).rstrip() for row in rows]
+    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip() for row in rows]
 
 
 def karmada_lines(result: PlacementResult) -> list[str]:
@@ -207,7 +208,7 @@ def to_table(result: PlacementResult, control_plane: dict[str, Any] | None = Non
         f"policy: {result.placement.describe()}",
         "",
     ]
-    rows = [("member", *ESTIMATORS, "sets", "verdict")]
+    rows: list[tuple[str, ...]] = [("member", *ESTIMATORS, "sets", "verdict")]
     rows += [
         (m.name, *(_mark(m.estimates[name]) for name in ESTIMATORS), _mark(m.sets), m.verdict) for m in result.members
     ]

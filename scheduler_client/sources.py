@@ -13,7 +13,7 @@ from typing import Any
 from estimator.api import ObjectFileError, StateLoadError, count_dra_devices, load_object_files, read_objects
 from scheduler_client.bindings import BindingError, InFlight, in_flight
 from scheduler_client.clusters import ClusterError, ClusterObject, parse_cluster
-from scheduler_client.dra import served_resources
+from scheduler_client.dra import DraResource, served_resources
 from scheduler_client.interpreters import InterpretError, Job, interpret, is_supported, supported_kinds
 from scheduler_client.karmada import (
     POLICY_KINDS,
@@ -136,7 +136,8 @@ def load_member_snapshot(name: str, paths: Sequence[str | Path]) -> MemberSnapsh
         resource_summary(nodes, pods)  # fail here, naming the object, rather than mid-placement
     except StatusError as error:
         raise InputError(label, "", f"member {name}: {error}") from None
-    dra, failed = (), frozenset()
+    dra: tuple[DraResource, ...] = ()
+    failed: frozenset[str] = frozenset()
     if any(isinstance(obj, Mapping) and obj.get("kind") == "DeviceClass" for obj in objects):
         try:
             counts = count_dra_devices(objects)  # the estimator's own counting, CEL selectors included

@@ -192,16 +192,16 @@ def job_warnings(
         if row.estimates[MODELS].value is not None and missing:
             described = ", ".join(sorted(described_names(row.member.models)))
             blind.setdefault((described, ", ".join(missing)), []).append(row.member.name)
-    for (described, missing), names in blind.items():
+    for (described, missing_names), names in blind.items():
         if karmada_compatible:
             warnings.append(
                 f"resource models of {', '.join(names)} describe only {described}: a model node has no "
-                f"{missing}, so Karmada answers 0 sets for this job there (scenario failure 3)"
+                f"{missing_names}, so Karmada answers 0 sets for this job there (scenario failure 3)"
             )
         else:
             warnings.append(
                 f"resource models of {', '.join(names)} describe only {described}; the job asks "
-                f"{missing}: they answer -1 (unknown) here, where Karmada answers 0 and rejects the "
+                f"{missing_names}: they answer -1 (unknown) here, where Karmada answers 0 and rejects the "
                 "member (--karmada-compatible shows Karmada's answer)"
             )
     failed = [r.member.name for r in rows if r.estimates[ACCURATE].value == UNKNOWN]

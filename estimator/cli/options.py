@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from estimator import goflags
 from estimator.core.featuregates import FeatureGates
@@ -52,11 +53,11 @@ kube-scheduler, run by `make e2e`, judges both sides):
 """
 
 
-def _go(parse, label: str = ""):
+def _go(parse: Callable[[str], Any], label: str = "") -> Callable[[str], Any]:
     """An argparse type from one of estimator.goflags' Go parsers: the error names the value
     and carries Go's reason; argparse prefixes the flag."""
 
-    def convert(text: str):
+    def convert(text: str) -> Any:
         try:
             return parse(text)
         except goflags.FlagValueError as error:
@@ -66,7 +67,7 @@ def _go(parse, label: str = ""):
     return convert
 
 
-def _bool(p, *names, help: str) -> None:
+def _bool(p: Any, *names: str, help: str) -> None:  # p: a parser or an argument group
     # Bare means true; "=false" and Go's other forms are values (normalize_argv rewrites a
     # bare flag to "=true" so a following word is never taken as its value).
     p.add_argument(
@@ -86,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
 
     json_errors = False
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         if not self.json_errors:
             super().error(message)
         entry = {
@@ -115,7 +116,9 @@ class EstimatorParser(_Parser):
 
     subcommands: dict[str, argparse.ArgumentParser]
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(  # type: ignore[override]  # one signature for typeshed's overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extra = super().parse_known_args(args, namespace)
         if parsed.command is None and parsed.cluster_name is None and not getattr(parsed, "version", False):
             self.error("the following arguments are required: --cluster-name")
@@ -293,7 +296,7 @@ def _add_logging_flags(p: argparse.ArgumentParser) -> None:
     _add_klog_flags(lg)
 
 
-def _add_klog_flags(lg) -> None:
+def _add_klog_flags(lg: Any) -> None:
     """klog's own flags, into the logging group `lg`."""
     _bool(lg, "--logtostderr", help="klog: log to stderr instead of files (default true).")
     _bool(lg, "--alsologtostderr", help="klog: with --logtostderr=false, also copy every line to stderr.")

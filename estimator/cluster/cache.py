@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -146,7 +146,7 @@ class ClusterCache:
         self._resource_names: tuple[str, ...] | None = None
         # Counted pods: (namespace, name) -> (row, ((column, amount), ...)); see `_pods`.
         self._pod_table: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
-        self._pending_pods = None  # builds _pod_table on first use (restore)
+        self._pending_pods: Callable[[], dict] | None = None  # builds _pod_table on first use (restore)
         self._quotas: dict[tuple[str, str], QuotaRecord] = {}
         self._quotas_by_namespace: Mapping[str, tuple[QuotaRecord, ...]] | None = {}
         self._workloads = WorkloadState()
@@ -279,7 +279,9 @@ class ClusterCache:
 
     def _remove_node(self, name: str) -> bool:
         row = self._rows.get(name)
-        state = None if row is None else self._row_nodes[row]
+        if row is None:
+            return False
+        state = self._row_nodes[row]
         if state is None:
             return False
         self._tree.remove(state.zone, name)
@@ -555,6 +557,7 @@ class ClusterCache:
         if kind not in ("Pod", "ReplicaSet", "Deployment"):
             raise ValueError(f"unknown kind {kind!r}")
         index = self._workloads.index()
+        by_namespace: Mapping[str, Mapping[str, Any]]
         if kind == "Pod":
             keys = set(self._pods)
             by_namespace = index.unschedulable
@@ -620,8 +623,9 @@ class ClusterCache:
         device_groups: dict = {}
         dra_aliases: dict = {}
         if self._devices.active:
-            allocatable, available, resource_names, dra_served = self._with_devices(allocatable, available, names)
-            device_groups = self._device_overlay[2]
+            allocatable, available, resource_names, dra_served, device_groups = self._with_devices(
+                allocatable, available, names, resource_names
+            )
             dra_aliases = self._devices.aliases()
         return ClusterSnapshot(
             version=self._version,
@@ -641,12 +645,14 @@ class ClusterCache:
             _positions=self._positions,
         )
 
-    def _with_devices(self, allocatable: np.ndarray, available: np.ndarray, names: tuple[str, ...]):
+    def _with_devices(
+        self, allocatable: np.ndarray, available: np.ndarray, names: tuple[str, ...], resource_names: tuple[str, ...]
+    ):
         """The columns with DRA-served resources added (see estimator.core.devices): on a node
         whose allocatable has none of a served resource, its devices of the class, less those
         allocated, are what is free. A served resource no node advertises becomes a new column.
         The overlay (positions and amounts per resource) is kept while the node order and the
-        device state stand."""
+        device state stand. Returns the arrays, the columns, the served masks and the device groups."""
         key = (names, self._devices.version)
         if self._device_overlay is None or self._device_overlay[0] != key:
             counts = self._devices.counts()
@@ -654,7 +660,7 @@ class ClusterCache:
             groups = {where[node]: found for node, found in self._devices.groups().items() if node in where}
             self._device_overlay = (key, _device_overlay(counts, where), groups)
         overlay = self._device_overlay[1]
-        columns = list(self._resource_names)
+        columns = list(resource_names)
         extra = [name for name in overlay if name not in self._column_index]
         if extra:
             pad = np.zeros((allocatable.shape[0], len(extra)), dtype=np.int64)
@@ -668,7 +674,7 @@ class ClusterCache:
             available[positions[dra], column] = np.maximum(totals[dra] - used[dra], 0)
             served[name] = np.zeros(len(names), dtype=bool)
             served[name][positions[dra]] = True
-        return allocatable, available, tuple(columns), served
+        return allocatable, available, tuple(columns), served, self._device_overlay[2]
 
 
 class BulkWriter:
@@ -724,7 +730,7 @@ class BulkWriter:
         distinct, none unschedulable before, every node's row and every resource's column
         already there (so no table grows in between). False leaves the cache untouched."""
         namespaces, names, nodes, requests = run
-        keys = list(zip(namespaces, names))
+        keys = list(zip(namespaces, names, strict=True))
         pods = self._pods
         if self._unschedulable or not pods.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
             return False
@@ -733,15 +739,16 @@ class BulkWriter:
             keys = [keys[i] for i in counted]
             nodes = [nodes[i] for i in counted]
             requests = [requests[i] for i in counted]
-        rows = list(map(self._cache._rows.get, nodes))
-        if None in rows:
+        found = list(map(self._cache._rows.get, nodes))
+        if None in found:
             return False
+        rows = cast("list[int]", found)  # no None in it
         columns = self._cache._column_index
         try:
             amounts = [tuple([(columns[resource], amount) for resource, amount in pod]) for pod in requests]
         except KeyError:
             return False
-        pods.update(zip(keys, zip(rows, amounts)))
+        pods.update(zip(keys, zip(rows, amounts, strict=True), strict=True))
         self._rows += rows
         self._amounts += amounts
         return True
@@ -777,7 +784,7 @@ class BulkWriter:
                 # otherwise every sum is made exactly, in Python, as the per-record path does.
                 bound = float(flat[:, 1].astype(np.float64).sum()) + float(requested.max())
                 if cache._excess or bound >= _SAFE_SUM:
-                    for row, pod_amounts in zip(self._rows, self._amounts):
+                    for row, pod_amounts in zip(self._rows, self._amounts, strict=True):
                         for column, amount in pod_amounts:
                             cache._add_requested(row, column, amount)
                 else:

@@ -181,7 +181,12 @@ class DeviceState:
         }
 
     def keys(self, kind: str) -> set:
-        return set({"DeviceClass": self.classes, "ResourceSlice": self.slices, "ResourceClaim": self.claims}[kind])
+        tables: dict[str, dict] = {
+            "DeviceClass": self.classes,
+            "ResourceSlice": self.slices,
+            "ResourceClaim": self.claims,
+        }
+        return set(tables[kind])
 
     def counts(self) -> dict[str, dict[str, tuple[int, int]]]:
         """node -> resource name -> (devices, allocated) for every node with a served resource."""

@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 def _describe(obj: Any, index: int) -> str:
     if not isinstance(obj, dict):
         return f"object #{index}"
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
     name = meta.get("name") or "<no name>"
     namespace = meta.get("namespace")
     return f"object #{index} ({obj.get('kind') or '<no kind>'} {f'{namespace}/' if namespace else ''}{name})"
@@ -86,7 +88,7 @@ def _load_objects(
         index += 1
         if type(obj) is tuple:  # a run of common pods digested by splitload's worker
             if not loader.take_run(obj):
-                for digest in zip(*obj):
+                for digest in zip(*obj, strict=True):
                     if not take_digest(digest):
                         # A pod with a digest is not unschedulable: the recorder needs no object.
                         per_record("Pod", digest_record(digest), None)
@@ -131,7 +133,7 @@ _DEFAULT_DIR = object()
 
 
 def load_object_files(
-    paths: Sequence[str | Path],
+    paths: str | Path | Sequence[str | Path],
     state_cache: Path | str | None | object = _DEFAULT_DIR,
     min_bytes: int = objectscache.MIN_BYTES,
     background: bool = False,
@@ -151,12 +153,12 @@ def load_object_files(
         paths = [paths]
     if not paths:
         raise StateLoadError("no object files given")
-    paths = [Path(p) for p in paths]
-    directory = objectscache.default_dir() if state_cache is _DEFAULT_DIR else state_cache
-    keys = None
+    files = [Path(p) for p in paths]
+    directory = objectscache.default_dir() if state_cache is _DEFAULT_DIR else cast("Path | str | None", state_cache)
+    keys: list | None = None
     if directory:
         try:
-            keys = objectscache.file_keys(paths)
+            keys = objectscache.file_keys(files)
         except OSError:
             keys = None  # the load itself says what is wrong with the file
         if keys is not None and sum(key[1] for key in keys) < min_bytes:
@@ -165,26 +167,28 @@ def load_object_files(
     # Parsing allocates millions of containers that all survive: no collector passes over them.
     with gccontrol.paused():
         if keys is not None:
-            hit = objectscache.load(paths, Path(directory))
+            assert directory  # keys only with a directory
+            hit = objectscache.load(files, Path(directory))
             if hit is not None:
                 cache, warnings = hit
                 for warning in warnings:
                     log.warning("%s", warning)
                 log.info(
                     "loaded %s from the state cache in %.2f s",
-                    ", ".join(map(str, paths)),
+                    ", ".join(map(str, files)),
                     time.perf_counter() - started,
                 )
                 return cache
         recorder = objectscache.Recorder() if keys is not None else None
         cache = ClusterCache()
-        for path in paths:
+        for path in files:
             _load_file(cache, path, recorder, meanwhile=meanwhile)
             meanwhile = None  # (once: a later file's worker would only wait for it)
         parsed = time.perf_counter()
-        log.info("parsed %s in %.2f s", ", ".join(map(str, paths)), parsed - started)
+        log.info("parsed %s in %.2f s", ", ".join(map(str, files)), parsed - started)
         if recorder is not None:
-            _save_state(cache, recorder, paths, keys, Path(directory), background)
+            assert keys is not None and directory  # a recorder only with keys, keys only with a directory
+            _save_state(cache, recorder, files, keys, Path(directory), background)
     return cache
 
 

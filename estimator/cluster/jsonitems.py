@@ -53,8 +53,8 @@ def _is_items_key(raw: bytes, position: int) -> bool:
 def split_items(raw: bytes) -> tuple[dict, list[tuple[int, int]]] | None:
     """(the document without its items, [(start, end) byte range of each item]) for a JSON
     object with one top-level `items` array; None when the text is not that shape."""
-    first = _NOT_WHITESPACE.search(raw)  # (not raw.lstrip(): that would copy the whole file)
-    if first is None or first.group() != b"{":
+    opening = _NOT_WHITESPACE.search(raw)  # (not raw.lstrip(): that would copy the whole file)
+    if opening is None or opening.group() != b"{":
         return None
     codes = _CLASSES[np.frombuffer(raw, dtype=np.uint8)]
     positions = np.flatnonzero(codes)

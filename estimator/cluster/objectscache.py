@@ -24,9 +24,10 @@ logged), and the entry carries the SHA-256 of each object file's content, compar
 the file as it is now (hashed on another thread while the entry is read: SHA-256 of a
 50k-node member's 182 MB is 0.13-0.17 s of one core, overlapped with reading the entry
 when a second core is free). An entry that anyone able to stat the files
-could have keyed, or that outlived a same-size rewrite, is therefore not served. Quotas, ReplicaSets, Deployments and unschedulable pods are few and their
-records hold nested values: the entry keeps their objects, in file order, and a load
-parses them again with the same parsers.
+could have keyed, or that outlived a same-size rewrite, is therefore not served. Quotas,
+ReplicaSets, Deployments and unschedulable pods are few and their records hold nested
+values: the entry keeps their objects, in file order, and a load parses them again with the
+same parsers.
 
 `KARMADA_ESTIMATOR_STATE_CACHE` sets the directory, or turns the cache off (`off`);
 otherwise `$XDG_CACHE_HOME/karmada-estimator/objects` (absolute XDG paths only) or
@@ -252,6 +253,7 @@ def to_entry(cache: ClusterCache, recorder: Recorder, keys: list) -> tuple[dict,
     # Distinct namespaces and request tuples are numbered with C-level map() calls: a
     # generator per pod costs seconds at 450k pods.
     pods = state.pods
+    assert not callable(pods)  # export() gives the table; only restore() takes a builder
     pod_namespaces = list(map(itemgetter(0), pods))
     names = list(map(itemgetter(1), pods))
     pod_values = pods.values()
@@ -338,7 +340,8 @@ def save(cache: ClusterCache, recorder: Recorder, paths: Sequence[Path], keys: l
         fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=".npz", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, meta=np.frombuffer(blob, dtype=np.uint8), **arrays)
+                # (numpy's stubs match **arrays against allow_pickle.)
+                np.savez(f, meta=np.frombuffer(blob, dtype=np.uint8), **arrays)  # type: ignore[arg-type]
             os.replace(tmp, target)
         except BaseException:
             os.unlink(tmp)
@@ -397,11 +400,17 @@ def from_entry(meta: dict, arrays: Mapping[str, np.ndarray]) -> ClusterCache:
     def pods() -> dict:
         # Up to millions of small objects, built once, all kept: no collector passes.
         with gccontrol.paused():
-            pairs = list(zip(pair_table[:, 0].tolist(), pair_table[:, 1].tolist()))
+            pairs = list(zip(pair_table[:, 0].tolist(), pair_table[:, 1].tolist(), strict=True))
             ends = np.cumsum(sizes).tolist()
-            amounts = [tuple(pairs[end - size : end]) for size, end in zip(sizes.tolist(), ends)]
+            amounts = [tuple(pairs[end - size : end]) for size, end in zip(sizes.tolist(), ends, strict=True)]
             ns_of = [namespaces[i] for i in pod_ns.tolist()]
-            return dict(zip(zip(ns_of, names), zip(pod_row.tolist(), [amounts[i] for i in pod_amounts.tolist()])))
+            return dict(
+                zip(
+                    zip(ns_of, names, strict=True),
+                    zip(pod_row.tolist(), [amounts[i] for i in pod_amounts.tolist()], strict=True),
+                    strict=True,
+                )
+            )
 
     state = ExportedState(
         version=int(meta["version"]),
@@ -431,6 +440,7 @@ def _pod_event(event: list) -> tuple:
     """(namespace, name, unschedulable record or None) of a Recorder.pods entry."""
     if len(event) == 1:
         record = unschedulable_pod(event[0])
+        assert record is not None  # recorded because it was unschedulable, and the object is the same
         return record.namespace, record.name, record
     return event[0], event[1], None
 
@@ -440,7 +450,9 @@ class _Digests(threading.Thread):
 
     def __init__(self, paths: Sequence[Path]):
         super().__init__(name="state-cache-digest", daemon=True)
-        self.paths, self.digests, self.error = paths, None, None
+        self.paths = paths
+        self.digests: list[str] | None = None
+        self.error: OSError | None = None
         self.start()
 
     def run(self) -> None:
@@ -453,6 +465,7 @@ class _Digests(threading.Thread):
         self.join()
         if self.error is not None:
             raise self.error
+        assert self.digests is not None  # run() ended without an error
         return self.digests
 
 

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import celpy.celtypes as ct
@@ -198,6 +198,8 @@ def _operand(x: Any) -> Decimal:
 
 def _compare(a: Any, b: Any) -> int:
     """compareTo of two quantities or two semvers; anything else is a type error."""
+    ka: Any
+    kb: Any
     ka, kb = (a.key(), _arg(b, Semver).key()) if isinstance(a, Semver) else (_q(a), _q(b))
     return (ka > kb) - (ka < kb)
 
@@ -331,7 +333,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "substring": _substring,
     "trim": lambda s: ct.StringType(_s(s).strip(_GO_SPACE)),
     "join": _join,
-    "isSorted": lambda xs: ct.BoolType(not any(a > b for a, b in zip(_list(xs, _ORDERED), xs[1:]))),
+    # Each item with the next: the shorter second list ends the pairs (strict=False on purpose).
+    "isSorted": lambda xs: ct.BoolType(not any(a > b for a, b in zip(_list(xs, _ORDERED), xs[1:], strict=False))),
     "sum": _sum,
     "min": _extreme("min", operator.lt),
     "max": _extreme("max", operator.gt),
@@ -361,7 +364,8 @@ class _Evaluator(Evaluator):
     def member_dot_arg(self, tree: lark.Tree) -> Any:
         if tree.children[1] == "min":  # a macro in celpy; Kubernetes' lists.min is a function
             member, name, *args = self.visit_children(tree)
-            return self.method_eval(member, name, args[0] if args else None)
+            # The method's name comes back as its token; the argument list, if any, as a list.
+            return self.method_eval(member, cast(lark.Token, name), cast(Any, args[0]) if args else None)
         return super().member_dot_arg(tree)
 
 
@@ -417,9 +421,10 @@ class DeviceView:
         for kind, name, type_, value in entries:
             domain, _, key = _s(name).rpartition("/")  # "model" -> ("", "", "model")
             names = found[kind].setdefault(ct.StringType(domain or _s(self.driver)), ct.MapType())
-            kinds, convert = _CONVERT.get(str(type_), (None, None))
-            if kinds is None:
+            known = _CONVERT.get(str(type_))
+            if known is None:
                 raise _Fail(f"{name[:60]!r}: unknown attribute type {str(type_)[:20]!r}")
+            kinds, convert = known
             if not isinstance(value, kinds) or (type_ == "int" and isinstance(value, bool)):
                 raise _Fail(f"{name[:60]!r}: {type(value).__name__} is not a {type_} value")
             if key in names:

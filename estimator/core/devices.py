@@ -200,10 +200,10 @@ def served_names(classes: Iterable[DeviceClassRecord]) -> dict[str, DeviceClassR
     """Resource name -> the class that serves it (explicit names: newest class, then first name)."""
     ordered = sorted(classes, key=lambda c: c.name)
     served: dict[str, DeviceClassRecord] = {IMPLICIT_PREFIX + c.name: c for c in ordered}
-    explicit = [c for c in ordered if c.extended_resource]
-    explicit.sort(key=lambda c: c.created, reverse=True)  # stable: equal times keep name order
-    for c in reversed(explicit):  # the winner is written last
-        served[c.extended_resource] = c
+    explicit = [(c.extended_resource, c) for c in ordered if c.extended_resource]
+    explicit.sort(key=lambda named: named[1].created, reverse=True)  # stable: equal times keep name order
+    for name, c in reversed(explicit):  # the winner is written last
+        served[name] = c
     return served
 
 
@@ -287,7 +287,7 @@ def partition(groups: Iterable[tuple[frozenset[str], int]], wanted: Iterable[str
     where = {name: frozenset(i for i, (names, _) in enumerate(groups) if name in names) for name in wanted}
     amounts = {name: 0 for name in wanted}
     pools: dict[frozenset[int], int] = {}
-    for i, (names, free) in enumerate(groups):
+    for names, free in groups:
         kinds = {where[n] for n in wanted if n in names}
         if len(kinds) == 1:  # every wanted name that can take these devices can take the same ones
             kind = kinds.pop()

@@ -264,7 +264,7 @@ def node_mask(snapshot: NodeView, claim: NodeClaim) -> np.ndarray:
     hostname_per_node = len(snapshot.hostnames) == n
     class_selector = [(k, v) for k, v in claim.node_selector if not (hostname_per_node and k == HOSTNAME_LABEL)]
     class_ok = _per_class(
-        (_class_passes(c, lab, claim, class_selector) for c, lab in zip(classes, labels)), len(classes)
+        (_class_passes(c, lab, claim, class_selector) for c, lab in zip(classes, labels, strict=True)), len(classes)
     )
 
     terms = None if claim.affinity_terms is None else _split_terms(claim.affinity_terms, hostname_per_node)

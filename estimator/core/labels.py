@@ -57,5 +57,6 @@ def requirement_matches(labels: Mapping[str, str], req: NodeSelectorRequirement)
         if have is None:
             return False  # a label that is not an integer matches neither Gt nor Lt
         want = parse_int64(req.values[0])
+        assert want is not None  # a valid requirement's one value is an int64 (filters._requirement_valid)
         return have > want if op == OP_GT else have < want
     return False

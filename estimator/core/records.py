@@ -8,7 +8,7 @@ total saturates at int64, as a request nothing can fit). One parser per kind (`K
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ def zone_key(labels: Mapping[str, str]) -> str:
     return f"{region}:\x00:{zone}"
 
 
-def _quantities(resource_list: Any, where: str, keep) -> dict[str, int]:
+def _quantities(resource_list: Any, where: str, keep: Callable[[str], bool] | None) -> dict[str, int]:
     # The API server refuses negative amounts here; a negative count would wrap sums.
     return parse_resource_list(resource_list, where, keep, allow_negative=False)
 
@@ -198,13 +198,13 @@ CLUSTER_SCOPED = ("Node", "DeviceClass", "ResourceSlice")
 KINDS: tuple[str, ...] = tuple(_PARSERS)
 
 
-def parse_object(kind: str, obj: Any):
+def parse_object(kind: str, obj: Any) -> Any:
     """The checked record the cache applies for `obj` of `kind`; ValueError (or another
     exception from a malformed object) leaves the cache untouched."""
     return _PARSERS[kind](obj)
 
 
-def record_key(kind: str, record):
+def record_key(kind: str, record: Any) -> str | tuple[str, str]:
     """The key `delete` and `keys` use for a record of `kind`: the name of a cluster-scoped
     object (a node), else (namespace, name)."""
     if kind in CLUSTER_SCOPED:

@@ -7,9 +7,9 @@ walk rows 0..N-1. Estimates never write into these arrays: packing works on copi
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -19,6 +19,8 @@ from estimator.core.resources import PODS
 
 if TYPE_CHECKING:
     from estimator.core.workloads import WorkloadIndex
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,9 @@ class ClusterSnapshot:
     def node_labels(self, index: int) -> dict[str, str]:
         """All labels of the node at `index` (its class's labels plus its hostname)."""
         labels = self.classes[int(self.node_class[index])].label_dict()
-        if self.hostnames and self.hostnames[index] is not None:
-            labels[HOSTNAME_LABEL] = self.hostnames[index]
+        hostname = self.hostnames[index] if self.hostnames else None
+        if hostname is not None:
+            labels[HOSTNAME_LABEL] = hostname
         return labels
 
     def node_position(self, name: str) -> int | None:
@@ -129,7 +132,7 @@ class ClusterSnapshot:
                 self._masks[claim] = mask
         return mask
 
-    def derived(self, key, compute):
+    def derived(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """`compute()`, once per `key` for this snapshot: for values that depend only on the
         snapshot and the key (an answer's upper bound for one request shape)."""
         value = self._derived.get(key)

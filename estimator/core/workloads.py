@@ -381,6 +381,7 @@ class _NamespacedStore(Generic[R]):
         if old == record:
             return False
         if record is None:
+            assert records is not None  # old, not None, came from it
             del records[name]
             if not records:
                 del self._live[namespace]

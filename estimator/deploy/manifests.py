@@ -41,6 +41,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import Any
 
 import yaml
 
@@ -328,6 +329,7 @@ def _probe(path: str, *, initial_delay: int, period: int, failures: int) -> dict
 
 def _anti_affinity(options: Options) -> dict:
     term = {"labelSelector": {"matchLabels": selector(options)}, "topologyKey": "kubernetes.io/hostname"}
+    rule: dict[str, list[dict[str, Any]]]
     if options.anti_affinity == "required":
         rule = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
     else:
@@ -515,7 +517,7 @@ def member_labels(options: Options) -> dict[str, str]:
 
 
 def member_objects(options: Options) -> list[dict]:
-    def meta(name: str, **extra) -> dict:
+    def meta(name: str, **extra: Any) -> dict:
         return {"name": name, "labels": member_labels(options), **extra}
 
     in_namespace = {"namespace": options.member_namespace}
@@ -576,7 +578,10 @@ def _header(options: Options, part: str, members: list[str] | None = None) -> st
             f"# karmada-estimator manifests for {label} {names}: apply to the Karmada host cluster "
             f"(namespace {options.namespace}); layout {options.layout}\n"
         )
-    return f"# karmada-estimator manifests for member {options.cluster_name}: apply to member cluster {options.cluster_name}\n"
+    return (
+        f"# karmada-estimator manifests for member {options.cluster_name}: "
+        f"apply to member cluster {options.cluster_name}\n"
+    )
 
 
 def _dump(documents: list[dict]) -> str:

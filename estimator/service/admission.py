@@ -94,6 +94,7 @@ class FairPool(futures.Executor):
                 self._held += 1
                 self._held_by[key] = self._held_by.get(key, 0) + 1
         if overflows:
+            assert self._overflow is not None  # overflows only with one
             try:
                 self._overflow.submit(self._run, (future, fn, args, kwargs, key), True)
             except BaseException:

@@ -66,7 +66,7 @@ class ServingFiles:
         self.reloads = 0
 
     def _stamp(self) -> tuple:
-        stamps = []
+        stamps: list[tuple[int, int, int, int] | None] = []
         for path in self.paths:
             try:
                 st = os.stat(path)

@@ -73,11 +73,12 @@ class VerbosityFilter(logging.Filter):
             return True
         limit = self.verbosity
         if self.vmodule:
-            limit = self._per_file.get(record.pathname)
-            if limit is None:
+            known = self._per_file.get(record.pathname)
+            if known is None:
                 matched = vmodule_level(self.vmodule, record.pathname.replace(os.sep, "/"))
-                limit = self.verbosity if matched is None else matched
-                self._per_file[record.pathname] = limit
+                known = self.verbosity if matched is None else matched
+                self._per_file[record.pathname] = known
+            limit = known
         return record_v(record) <= limit
 
 
@@ -137,7 +138,7 @@ class KlogTextFormatter(logging.Formatter):
     def __init__(self, skip_headers: bool = False, add_dir_header: bool = False):
         super().__init__()
         self.skip_headers, self.add_dir_header = skip_headers, add_dir_header
-        self._second = (None, "")  # (epoch second, its "MMDD hh:mm:ss"): lines share seconds
+        self._second: tuple[int | None, str] = (None, "")  # (epoch second, its "MMDD hh:mm:ss"): lines share seconds
 
     def format(self, record: logging.LogRecord) -> str:
         text = _one_entry(record.getMessage())
@@ -255,7 +256,8 @@ class _DeferredRequestLog(logging.Handler):
         record = logger.makeRecord(logger.name, level, path, lineno, msg, args, None, function)
         # The time of the request, not of the write; no thread fields (no format shows them).
         record.created, record.msecs = created, (created - int(created)) * 1000
-        record.relativeCreated = (created - logging._startTime) * 1000
+        # logging's start, which relativeCreated counts from (private, so not in typeshed).
+        record.relativeCreated = (created - logging._startTime) * 1000  # type: ignore[attr-defined]
         record.thread = record.threadName = None
         if logger.filter(record) and self.filter(record):
             _to_root_handlers(record)

@@ -52,7 +52,8 @@ def _cell_in(store: dict, family: _Family, labels: tuple[str, ...]) -> list:
 
 def _observe_in(store: dict, family: _Family, value: float, labels: tuple[str, ...]) -> None:
     cell = _cell_in(store, family, labels)
-    cell[bisect.bisect_left(family.bounds, value)] += 1  # the first bucket with value <= bound
+    # The first bucket with value <= bound. Histograms only, so bounds is set (no assert on the request path).
+    cell[bisect.bisect_left(family.bounds, value)] += 1  # type: ignore[arg-type]
     cell[-1] += value
 
 
@@ -103,15 +104,18 @@ class _RequestPathMetrics:
         for family in self.families:
             cells = sorted((labels, cell) for (f, labels), cell in totals.items() if f is family)
             if family.bounds is None:
-                exported = CounterMetricFamily(family.name, family.doc, labels=family.labels)
+                counter = CounterMetricFamily(family.name, family.doc, labels=family.labels)
                 for labels, cell in cells:
-                    exported.add_metric(labels, cell[0])
+                    counter.add_metric(labels, cell[0])
+                yield counter
             else:
-                exported = HistogramMetricFamily(family.name, family.doc, labels=family.labels)
+                histogram = HistogramMetricFamily(family.name, family.doc, labels=family.labels)
                 edges = [floatToGoString(b) for b in family.bounds] + ["+Inf"]
                 for labels, cell in cells:
-                    exported.add_metric(labels, list(zip(edges, itertools.accumulate(cell[:-1]))), cell[-1])
-            yield exported
+                    histogram.add_metric(
+                        labels, list(zip(edges, itertools.accumulate(cell[:-1]), strict=True)), cell[-1]
+                    )
+                yield histogram
 
 
 class EstimatorMetrics:

@@ -20,6 +20,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
+from typing import Any
 
 from estimator.service import tlsfloor
 
@@ -101,7 +102,7 @@ def server_credentials(config: ServerConfig, files: ServingFiles | None = None) 
 
     return grpc.dynamic_ssl_server_credentials(
         _certificate_configuration(files.current),
-        fetch,
+        fetch,  # type: ignore[arg-type]  # gRPC takes None from it (keep the configuration); the stubs do not say so
         require_client_authentication=bool(config.grpc_client_ca_file) and not config.insecure_skip_grpc_client_verify,
     )
 
@@ -113,9 +114,10 @@ def _in_pool(behavior, pool: futures.ThreadPoolExecutor, non_blocking: bool = Fa
     def run(*args, **kwargs):
         return behavior(*args, **kwargs)
 
-    run.experimental_thread_pool = pool
+    # gRPC reads these off the behaviour function; the stubs know no such attributes.
+    run.experimental_thread_pool = pool  # type: ignore[attr-defined]
     if non_blocking:
-        run.experimental_non_blocking = True
+        run.experimental_non_blocking = True  # type: ignore[attr-defined]
     return run
 
 
@@ -166,7 +168,9 @@ class _Admission(grpc.ServerInterceptor):
             )
 
         # Streaming in: the refusal never reads (nor decodes) the request, whatever its size.
-        self._refusal = grpc.stream_unary_rpc_method_handler(_in_pool(refuse, refusals))
+        self._refusal: grpc.RpcMethodHandler[Any, Any] = grpc.stream_unary_rpc_method_handler(
+            _in_pool(refuse, refusals)
+        )
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
@@ -206,12 +210,8 @@ class EstimatorServer:
         self.metrics.register_state(state)
         budget = config.request_memory_bytes
         self.budget = MemoryBudget(budget)
-        self.estimator = Estimator(
-            self._ready_snapshot,
-            packing=config.packing,
-            best_budget=config.best_budget,
-            **({"memo_bytes": budget // 8} if budget > 0 else {}),
-        )
+        memo: dict[str, Any] = {"memo_bytes": budget // 8} if budget > 0 else {}
+        self.estimator = Estimator(self._ready_snapshot, packing=config.packing, best_budget=config.best_budget, **memo)
         self.kernels_warm = False
         self._memory_settled = False
         self._ready = False  # readiness: can estimate, and not draining
@@ -257,7 +257,8 @@ class EstimatorServer:
             tls13_per_call=self._tls_files is not None and not tlsfloor.transport_floor(),
         )
         # No maximum_concurrent_rpcs: gRPC's own limit counts health checks too.
-        server = grpc.server(self._pool, options=options, interceptors=(admission,))
+        # FairPool is a futures.Executor, all gRPC uses; the stubs ask for a ThreadPoolExecutor.
+        server = grpc.server(self._pool, options=options, interceptors=[admission])  # type: ignore[arg-type]
         servicer = EstimatorServicer(self.config.cluster_name, self.estimator, self.metrics, self.budget)
         add_to_server(servicer, server, self._per_connection if self.config.max_concurrent_requests else None)
         server.add_generic_rpc_handlers((_health_handler(self._health, self._side_pools[0]),))

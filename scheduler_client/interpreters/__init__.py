@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from scheduler_client.interpreters import flink, jobset, kubeflow, lws, ray, spark, trainer, volcano
 from scheduler_client.interpreters.common import InterpretError, Job
 
-Interpreter = Callable[[Mapping, Sequence[Mapping]], Job]
+# (manifest, related) -> Job; the kinds of _TWO_READINGS also take karmada_compatible=.
+Interpreter = Callable[..., Job]
 
 INTERPRETERS: dict[tuple[str, str], Interpreter] = {
     ("kubeflow.org", "PyTorchJob"): kubeflow.pytorchjob,

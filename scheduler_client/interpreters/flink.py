@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, quantity_to_int
+from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, ReplicaShape, quantity_to_int
 from scheduler_client.interpreters.common import (
     InterpretError,
     Job,
@@ -149,7 +149,9 @@ def _memory(memory: Any, field: str, notes: list[str], karmada_compatible: bool)
     return karmada
 
 
-def _component_shape(manifest: Mapping, key: str, namespace: str, notes: list[str], karmada_compatible: bool = False):
+def _component_shape(
+    manifest: Mapping, key: str, namespace: str, notes: list[str], karmada_compatible: bool = False
+) -> ReplicaShape:
     field = f"spec.{key}"
     spec = mapping(get(manifest, "spec", key), field)
     resource = mapping(spec.get("resource"), f"{field}.resource")

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
 from typing import Any
 
-from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, quantity_to_int
+from estimator.api import CPU, MEMORY, Component, NodeClaim, QuantityError, ReplicaShape, quantity_to_int
 from scheduler_client.interpreters.common import (
     InterpretError,
     Job,
@@ -119,7 +119,7 @@ def _claim(role: Mapping, spec: Mapping, field: str) -> NodeClaim:
     )
 
 
-def _role(spec: Mapping, key: str, factor: Decimal, namespace: str, notes: list[str]):
+def _role(spec: Mapping, key: str, factor: Decimal, namespace: str, notes: list[str]) -> ReplicaShape:
     field = f"spec.{key}"
     role = mapping(spec.get(key), field)
     requests = {CPU: _cpu(role, field, notes), MEMORY: _memory(role, field, factor, notes), **_gpu(role, field)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from scheduler_client.interpreters.common import (
     InterpretError,
@@ -132,7 +132,8 @@ def trainjob(manifest: Mapping, related: Sequence[Mapping] = ()) -> Job:
         if not name:
             raise InterpretError(f"{job_field}.name", "a replicatedJob needs a name")
         job_spec = mapping(get(job, "template", "spec"), f"{job_field}.template.spec")
-        template = copy.deepcopy(mapping(job_spec.get("template"), f"{job_field}.template.spec.template"))
+        # A copy of parsed YAML/JSON: a dict.
+        template = cast(dict, copy.deepcopy(mapping(job_spec.get("template"), f"{job_field}.template.spec.template")))
         pod_spec = template.setdefault("spec", {})
         if _is_trainer_step(job):
             count = max(num_nodes - (1 if launcher_is_node else 0), 0) * replicas(

@@ -32,7 +32,7 @@ from scheduler_client.interpreters.common import (
 
 def gang_counts(task_replicas: Sequence[int], task_min: Sequence[int | None], job_min: int) -> list[int]:
     """Pods per task that Volcano's gang needs; task_min None = not set (defaults to replicas)."""
-    mins = [r if m is None else m for r, m in zip(task_replicas, task_min)]
+    mins = [r if m is None else m for r, m in zip(task_replicas, task_min, strict=True)]
     total = sum(mins)
     needed = job_min or total
     if needed >= total:
@@ -70,7 +70,7 @@ def volcano_job(manifest: Mapping, related: Sequence[Mapping] = (), karmada_comp
             )
     job_min = replicas(spec.get("minAvailable"), "spec.minAvailable", default=0)
     if karmada_compatible:  # Karmada validates none of this; Volcano in the member does
-        task_replicas = [max(r, m or 0) for r, m in zip(task_replicas, task_min)]
+        task_replicas = [max(r, m or 0) for r, m in zip(task_replicas, task_min, strict=True)]
         job_min = min(job_min, sum(task_replicas))
     if job_min > sum(task_replicas):
         raise InterpretError(
@@ -81,8 +81,8 @@ def volcano_job(manifest: Mapping, related: Sequence[Mapping] = (), karmada_comp
     counts = karmada_counts if karmada_compatible else volcano_counts
     notes = []
     if karmada_counts != volcano_counts:
-        per_task = ", ".join(f"{n} {v}" for n, v in zip(names, volcano_counts))
-        karmada = ", ".join(f"{n} {k}" for n, k in zip(names, karmada_counts))
+        per_task = ", ".join(f"{n} {v}" for n, v in zip(names, volcano_counts, strict=True))
+        karmada = ", ".join(f"{n} {k}" for n, k in zip(names, karmada_counts, strict=True))
         if karmada_compatible:
             notes.append(
                 f"tasks read as Karmada's interpreter reads them (minAvailable, default 1; the job's "
@@ -95,6 +95,6 @@ def volcano_job(manifest: Mapping, related: Sequence[Mapping] = (), karmada_comp
             )
     components = [
         component(name, count, task["template"], namespace, f"spec.tasks[{i}]")
-        for i, (name, count, task) in enumerate(zip(names, counts, tasks))
+        for i, (name, count, task) in enumerate(zip(names, counts, tasks, strict=True))
     ]
     return make_job(manifest, components, notes)

@@ -20,7 +20,7 @@ Inputs are Kubernetes objects as dicts, in file order (Karmada lists them from a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from estimator.api import PODS, TERMINAL_POD_PHASES, ResourceListError, is_counted, parse_resource_list
@@ -32,7 +32,7 @@ class StatusError(ValueError):
     """An object whose quantities cannot be read; names the object and field."""
 
 
-def _amounts(resource_list: Any, where: str, keep=is_counted) -> dict[str, int]:
+def _amounts(resource_list: Any, where: str, keep: Callable[[str], bool] = is_counted) -> dict[str, int]:
     try:
         return parse_resource_list(resource_list or None, where, keep)  # an empty value reads as no list
     except ResourceListError as error:

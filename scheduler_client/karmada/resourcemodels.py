@@ -129,7 +129,7 @@ def grade_counts(
         index = min(_search_last_not_above(mins_by_name[name], available.get(name, 0)) for name in names)
         if index >= 0:  # below every grade's minimum: Karmada drops the node
             counts[index] += 1
-    return tuple(GradeCount(model.grade, count) for model, count in zip(models, counts))
+    return tuple(GradeCount(model.grade, count) for model, count in zip(models, counts, strict=True))
 
 
 def model_nodes(models: Sequence[ResourceModel], counts: Sequence[GradeCount]) -> list[tuple[int, dict[str, int]]]:
@@ -144,7 +144,7 @@ def model_nodes(models: Sequence[ResourceModel], counts: Sequence[GradeCount]) -
     capacity_by_grade: dict[int, dict[str, int]] = {}
     for model in models:  # a grade listed twice: the later one counts, as in Karmada's map
         capacity_by_grade[model.grade] = {**{r.name: r.min for r in model.ranges}, "pods": MODEL_NODE_PODS}
-    nodes = []
+    nodes: list[tuple[int, dict[str, int]]] = []
     for grade in sorted(capacity_by_grade):
         nodes.extend((grade, dict(capacity_by_grade[grade])) for _ in range(by_grade.get(grade, 0)))
     return nodes

@@ -117,7 +117,7 @@ class KarmadaInput:
     accurate: Mapping[str, AccurateReply] = field(default_factory=dict)
     # Per member, the workloads the scheduler holds in flight there (bindings.py); deducted
     # only with SchedulingOvercommitProtection on, as Karmada does.
-    assumed: Mapping[str, tuple[AssumedWorkload, ...]] = field(default_factory=dict)
+    assumed: Mapping[str, Sequence[AssumedWorkload]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,8 @@ def _rank(inp: KarmadaInput, feasible: Sequence[Cluster], term: AffinityTerm, wo
         )
         return _Ranking(names, group, sets, RANK_PODS, applicable, caveat=caveat)
     general = {m.name: general_sets(m, inp.job, inp.gates, inp.assumed.get(m.name, ())) for m in feasible}
-    with_accurate, failing = dict(general), ()
+    with_accurate = dict(general)
+    failing: tuple[str, ...] = ()
     if inp.accurate_enabled:
         failing = tuple(n for n in names if inp.accurate.get(n, AccurateReply(None)).value is None)
         for n in names:
@@ -476,6 +477,7 @@ def outcome(inp: KarmadaInput) -> KarmadaOutcome:
             break
     if chosen is None:
         chosen, chosen_name = first, inp.placement.affinity_terms[0].name
+    assert chosen is not None and first is not None  # a placement has at least one affinity term
     caveat = chosen.caveat
     if job.components and (job.group, job.kind) not in KARMADA_BUILTIN:
         caveat = (

@@ -140,7 +140,7 @@ _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OS
 _TIMEOUTS = (TimeoutError, socket.timeout, urllib3.exceptions.ReadTimeoutError)
 
 
-def _is_tls_error(error: BaseException) -> bool:
+def _is_tls_error(error: BaseException | None) -> bool:
     seen = 0
     while error is not None and seen < 5:
         if isinstance(error, (ssl.SSLError, urllib3.exceptions.SSLError)):
@@ -224,7 +224,8 @@ class WatchStream:
                     return
         except _TIMEOUTS as error:
             raise Silent(
-                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})"
+                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin "
+                f"({type(error).__name__})"
             ) from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None
@@ -260,7 +261,8 @@ class WatchStream:
                 pending = chunk[start:]
         except _TIMEOUTS as error:
             raise Silent(
-                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin ({type(error).__name__})"
+                f"{self._what}: nothing received and no end of the watch within timeoutSeconds + margin "
+                f"({type(error).__name__})"
             ) from None
         except _TRANSPORT_ERRORS as error:
             raise Unavailable(f"{self._what}: stream broken: {type(error).__name__}: {error}") from None

@@ -29,7 +29,7 @@ import orjson
 
 from estimator.cluster import gccontrol
 from estimator.cluster.cache import ClusterCache
-from estimator.cluster.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable
+from estimator.cluster.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable, WatchStream
 from estimator.cluster.watch.priority import NO_PRIORITY, EstimatePriority
 from estimator.cluster.watch.ratelimit import Backoff, TokenBucket
 from estimator.cluster.watch.specs import KindSpec, ReflectorOptions, object_key
@@ -113,7 +113,7 @@ class Reflector:
         self.saturated = 0  # objects applied with a request sum clamped to int64
         self.throttled_seconds = 0.0  # waited for the QPS token bucket
         self.errors: dict[str, int] = {}
-        self._stream = None
+        self._stream: WatchStream | None = None
         self._productive = False
         self._relist_asked = 0  # reload requests; a relist serves those asked before it started
         self._relist_done = 0

@@ -41,7 +41,9 @@ KIND_SPECS: tuple[KindSpec, ...] = (
 def object_key(obj: Any, namespaced: bool):
     """The cache's key for an object: its name, or (namespace, name) as the cache spells it."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(meta, Mapping):
+        raise ValueError("metadata.name is missing")
+    name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("metadata.name is missing")
     return (str(meta.get("namespace") or "default"), name) if namespaced else name
