@@ -180,7 +180,7 @@ class Options:
     packing: str = "best"
     parallelism: int = 16
     max_concurrent_requests: int = 64
-    max_request_bytes: int = 4 * 1024 * 1024
+    max_request_bytes: int = 1024 * 1024  # not gRPC's 4 MiB: docs/operations.md, "Limits"
     # What calls in flight may hold together (+1/8 for remembered answers), well under the
     # memory limit: the member's state and the interpreter need the rest.
     request_memory_budget: str = "512Mi"

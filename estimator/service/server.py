@@ -69,7 +69,7 @@ class ServerConfig:
     grpc_client_ca_file: str = ""
     insecure_skip_grpc_client_verify: bool = False
     max_concurrent_requests: int = 0  # 0: no limit
-    max_request_bytes: int = 4 * 1024 * 1024
+    max_request_bytes: int = 1024 * 1024  # not gRPC's 4 MiB: docs/operations.md, "Limits"
     # Bytes calls in flight may hold together (service.admission); the answer memo gets 1/8
     # of it on top. 0: no budget.
     request_memory_bytes: int = DEFAULT_REQUEST_MEMORY
