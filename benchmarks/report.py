@@ -265,8 +265,8 @@ def _section(result: dict, plot_prefix: str) -> str:
   control-plane nodes, 3% cordoned, five zones in two regions; pods fill each node to its own utilisation
   (Beta, mean 0.65) with 1/2/4-GPU pods, so free GPUs are fragmented.
 - **Kernel** figures time the public kernels (`estimator.kernels.first_fit_sets` / `best_sets`, with the
-  validation the server's calls get) on the arrays the node-resource plugin builds with its own helpers (`_columns`,
-  `_gather`, `_Packing`), vouched for once as the plugin does (`kernels.vouch`: the per-call scans over every node
+  validation the server's calls get) on the arrays the node-resource plugin builds (its public
+  `noderesource.kernel_inputs`), vouched for once as the plugin does (`kernels.vouch`: the per-call scans over every node
   are skipped, shape checks stay); first-fit gets a fresh copy of `available` per call
   (`kernels.vouched_copy`), made outside the timed region. **Plugin path**
   is `Estimator.max_available_component_sets` in-process (arrays + kernel + quota plugin), new answers only

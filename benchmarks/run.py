@@ -6,7 +6,7 @@
 Per member size x job shape x packing mode:
 - kernel latency: the public kernels (`kernels.first_fit_sets`, `kernels.best_sets`,
   wrappers and validation included) on exactly the arrays the node-resource plugin builds
-  (its own `_columns`, `_gather`, `_Packing`); first-fit gets a fresh copy of `available`
+  (its public `noderesource.kernel_inputs`); first-fit gets a fresh copy of `available`
   per call, made outside the timed region (it consumes it). Also the whole in-process
   plugin path (`Estimator.max_available_component_sets`: arrays + kernel + quota plugin);
 - the naive rescanning first-fit (Karmada's Go loop, compiled, benchmarks/naive_rescan.py)

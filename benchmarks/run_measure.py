@@ -61,15 +61,11 @@ def time_calls(fn, budget_s: float, prepare=None, min_samples: int = 20, max_sam
 
 
 def plugin_arrays(snapshot, query):
-    """The arrays the node-resource plugin hands to the kernels, built by its own helpers."""
-    from estimator import kernels
+    """The arrays the node-resource plugin hands to the kernels (its public `kernel_inputs`)."""
     from estimator.estimate.plugins import noderesource as nr
 
-    columns = nr._columns([c.shape for c in query.components])
-    index = {name: k for k, name in enumerate(columns)}
-    available = kernels.vouch("available", nr._gather(snapshot, columns), kernels.AMOUNTS)  # as the plugin does
-    packing = nr._Packing(snapshot, query.components, index)
-    return available, packing.requests, packing.replicas, packing.masks
+    inputs = nr.kernel_inputs(snapshot, query, vouched=True)  # vouched for, as the plugin does
+    return inputs.available, inputs.requests, inputs.replicas, inputs.masks
 
 
 def calibrate_naive() -> dict:
@@ -254,7 +250,7 @@ def profile_target(snapshot, member: str, mode: str, top: int = 14) -> dict:
         return servicer.MaxAvailableComponentSets(request, context).SerializeToString()
 
     available, requests, replicas, masks = plugin_arrays(snapshot, query)
-    columns = nr._columns([c.shape for c in query.components])
+    columns = nr.kernel_inputs(snapshot, query).columns
     index = {name: k for k, name in enumerate(columns)}
     if mode == "first-fit":
         kernel = (lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER),

@@ -50,8 +50,6 @@ ALLOWED = {
         "lark's Tree keeps its position in _meta and has no setter: the depth/size guard swaps it for a light "
         "position object (third-party, not ours to change)",
     # issue 30, being moved by the engineers changing these packages now:
-    ("estimator/estimate/plugins/noderesource.py", "snapshot._derived"):
-        "issue 30, being moved: ClusterSnapshot's per-snapshot memo read by the node-resource plugin",
     ("estimator/kernels/best.py", "from .witness import _verify"):
         "issue 30, being moved: witness's kernel used by best mode's search",
     ("estimator/cluster/watch/kubeclient.py", "from estimator.cluster.watch.apierrors import _status_message"):

@@ -57,13 +57,10 @@ class SetsArrays:
 
 def sets_arrays(snapshot: ClusterSnapshot, query: model.ComponentSetsQuery) -> SetsArrays:
     """The packing problem a component-set request poses on this snapshot (no assumed workloads)."""
-    columns = nr._columns([c.shape for c in query.components])
-    index = {name: k for k, name in enumerate(columns)}
-    available = nr._gather(snapshot, columns)
-    packing = nr._Packing(snapshot, query.components, index)
+    inputs = nr.kernel_inputs(snapshot, query)
     quota = ResourceQuotaPlugin().estimate_components(EstimateContext(snapshot, "first-fit"), query)
     bound = MAX_INT32 if quota.code is Code.NOOP else quota.value
-    return SetsArrays(available, packing.requests, packing.replicas, packing.masks, bound)
+    return SetsArrays(inputs.available, inputs.requests, inputs.replicas, inputs.masks, bound)
 
 
 def _first_fit(arrays: SetsArrays, order) -> int:

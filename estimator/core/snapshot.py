@@ -6,6 +6,7 @@ walk rows 0..N-1. Estimates never write into these arrays: packing works on copi
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -132,9 +133,19 @@ class ClusterSnapshot:
                 self._masks[claim] = mask
         return mask
 
+    def peek_derived(self, key: Hashable) -> object | None:
+        """The value `derived` keeps for `key` on this snapshot, or None (not worked out yet)."""
+        return self._derived.get(key)
+
+    def detached(self) -> ClusterSnapshot:
+        """The same snapshot (arrays, classes, name indexes) with per-claim masks and derived
+        values of its own: what an estimate works out on it dies with the copy."""
+        return dataclasses.replace(self, _masks={}, _derived={})
+
     def derived(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """`compute()`, once per `key` for this snapshot: for values that depend only on the
-        snapshot and the key (an answer's upper bound for one request shape)."""
+        snapshot and the key (an answer's upper bound for one request shape). At most 1024
+        keys: past that the table is emptied (estimate/requeststate.py lists what is kept)."""
         value = self._derived.get(key)
         if value is None:
             value = compute()

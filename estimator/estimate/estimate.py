@@ -15,13 +15,15 @@ arrays, caches of its own), so what it works out dies with the request, and its 
 not remembered. The memo is bounded in bytes (a component-set answer holds its placement,
 8 bytes per component and node) as well as in entries. `working_bytes` says what an
 estimate may hold at its peak, so the service can refuse a call before memory is spent.
+
+The memo and every other cache kept between requests belong to the Estimator's
+`RequestCaches` (requeststate.py: each one's key, bound and invalidation), handed to the
+plugins in the EstimateContext.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,16 +33,11 @@ from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
 from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE, PACKING_MODES, NodeResourcePlugin
 from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
-from estimator.estimate.querymemo import KEPT_MAX_COMPONENTS, KEPT_MAX_QUERY_BYTES, HashedKey, IdentityMemo, kept
+from estimator.estimate.querymemo import HashedKey, kept
+from estimator.estimate.requeststate import ANSWERS_PER_SNAPSHOT as ANSWERS_PER_SNAPSHOT  # re-exported
+from estimator.estimate.requeststate import DEFAULT_MEMO_BYTES, RequestCaches
 
 SnapshotSource = Callable[[], "ClusterSnapshot | None"]
-
-# Answers kept per snapshot, and the bytes they may hold together: a component-set answer
-# holds its placement (int64 per component and node, 240 KB for a 3-component job on 10k
-# nodes; a kept query's at most 8 MB, querymemo.KEPT_MAX_CELLS).
-ANSWERS_PER_SNAPSHOT = 16
-DEFAULT_MEMO_BYTES = 64 << 20
-_ANSWER_OVERHEAD = 1024  # an answer's objects besides its placement
 
 # What an estimate holds at its peak, in bytes per component and node (placements, masks,
 # the kernels' scratch), by packing mode, and per column and node (the gathered columns
@@ -51,55 +48,6 @@ _ANSWER_OVERHEAD = 1024  # an answer's objects besides its placement
 CELL_BYTES = {"first-fit": 32, "best": 64}
 COLUMN_BYTES = 64
 ESTIMATE_BYTES = 256 << 10  # the objects of any estimate (results, plans, keys)
-
-
-def _answer_bytes(answer: FrameworkResult) -> int:
-    size = _ANSWER_OVERHEAD
-    for result in answer.results.values():
-        placement = getattr(result.detail, "placement", None)
-        size += getattr(placement, "nbytes", 0)
-    return size
-
-
-class _AnswerMemo:
-    """Answers for the newest snapshot asked about, by request; the oldest go first past
-    `size` answers or `max_bytes` bytes (an answer larger than that is not kept). It holds
-    the snapshot weakly (an answer never refers to it), so a replaced snapshot is freed as
-    soon as the cache lets go of it. No lock (the core starts no threads and takes none):
-    (snapshot, answers) is swapped as one tuple, and under concurrent puts the memo may
-    briefly hold a few answers more than its bounds."""
-
-    def __init__(self, size: int = ANSWERS_PER_SNAPSHOT, max_bytes: int = DEFAULT_MEMO_BYTES):
-        self._size = size
-        self._max_bytes = max_bytes
-        self._state: tuple = (None, {})  # (weakref.ref to the snapshot, {key: (answer, bytes)})
-
-    def get(self, snapshot: ClusterSnapshot, key):
-        ref, answers = self._state
-        if ref is None or ref() is not snapshot:
-            return None
-        entry = answers.get(key)
-        return None if entry is None else entry[0]
-
-    def put(self, snapshot: ClusterSnapshot, key, answer) -> None:
-        cost = _answer_bytes(answer)
-        if cost > self._max_bytes:
-            return
-        ref, answers = self._state
-        if ref is None or ref() is not snapshot:
-            answers = {}
-            self._state = (weakref.ref(snapshot), answers)
-        # Summed afresh (at most `size` entries), so racing puts cannot make a count drift.
-        while answers and (len(answers) >= self._size
-                           or sum(entry[1] for entry in list(answers.values())) + cost > self._max_bytes):
-            try:
-                answers.pop(next(iter(answers)), None)
-            except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
-                break
-        answers[key] = (answer, cost)
-
-    def held_bytes(self) -> int:
-        return sum(entry[1] for entry in list(self._state[1].values()))
 
 
 # Rough bytes of a query's own objects: per string its length plus CPython's overhead, per
@@ -145,18 +93,6 @@ class _Asked:
 
     def kept(self, nodes: int) -> bool:
         return kept(self.components, self.columns, nodes, self.bytes)
-
-
-# By query object: the service hands repeats of a request the same converted object. Only
-# small queries are kept: the entry holds its query (the key), so a large one would stay.
-_ASKED: IdentityMemo[_Asked] = IdentityMemo(
-    _Asked, admit=lambda asked: asked.components <= KEPT_MAX_COMPONENTS and asked.bytes <= KEPT_MAX_QUERY_BYTES)
-
-
-def _detached(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """The same snapshot (arrays, classes, name indexes) with per-claim masks and derived
-    values of its own, for a query that must leave nothing behind."""
-    return dataclasses.replace(snapshot, _masks={}, _derived={})
 
 
 def default_framework() -> Framework:
@@ -221,7 +157,8 @@ class SetsEstimate:
 
 class Estimator:
     def __init__(self, snapshots: SnapshotSource, packing: str = "best", framework: Framework | None = None,
-                 best_budget: float | None = DEFAULT_BEST_BUDGET, memo_bytes: int = DEFAULT_MEMO_BYTES):
+                 best_budget: float | None = DEFAULT_BEST_BUDGET, memo_bytes: int = DEFAULT_MEMO_BYTES,
+                 caches: RequestCaches | None = None):
         if packing not in PACKING_MODES:
             raise ValueError(f"packing must be one of {', '.join(PACKING_MODES)}, got {packing!r}")
         if best_budget is not None and not best_budget >= 0:
@@ -230,10 +167,11 @@ class Estimator:
         self.packing = packing
         self.best_budget = best_budget
         self.framework = framework or default_framework()
-        self._memo = _AnswerMemo(max_bytes=memo_bytes)
+        # Everything kept between requests (requeststate.py: each cache's key, bound, lifetime).
+        self.caches = caches or RequestCaches(memo_bytes=memo_bytes)
 
     def _context(self, snapshot: ClusterSnapshot) -> EstimateContext:
-        return EstimateContext(snapshot, self.packing, self.best_budget)
+        return EstimateContext(snapshot, self.packing, self.best_budget, self.caches)
 
     def snapshot(self) -> ClusterSnapshot:
         snapshot = self._snapshots()
@@ -243,7 +181,7 @@ class Estimator:
 
     def working_bytes(self, query: ReplicasQuery | ComponentSetsQuery) -> int:
         """What estimating `query` may hold at its peak on the current snapshot (0: none yet)."""
-        asked = _ASKED.get(query)
+        asked = self.caches.asked.get(query, _Asked)
         return self.bytes_for(asked.components, asked.columns)
 
     def bytes_for(self, components: int, columns: int) -> int:
@@ -256,7 +194,7 @@ class Estimator:
 
     def memo_bytes(self) -> int:
         """Bytes the answers remembered now hold."""
-        return self._memo.held_bytes()
+        return self.caches.memo_bytes()
 
     def max_available_replicas(self, query: ReplicasQuery) -> tuple[int, FrameworkResult | None]:
         """The answer and the plugins' results; a remembered answer's results carry no
@@ -264,13 +202,13 @@ class Estimator:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return 0, None
-        asked = _ASKED.get(query)
+        asked = self.caches.asked.get(query, _Asked)
         if not asked.kept(snapshot.num_nodes):
             return self._afresh(self.framework.run_replicas, snapshot, query)
-        outcome = self._memo.get(snapshot, asked.key)
+        outcome = self.caches.answers.get(snapshot, asked.key)
         if outcome is None:
             outcome = self.framework.run_replicas(self._context(snapshot), query)
-            self._memo.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
+            self.caches.answers.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
         return outcome.value, outcome
 
     def max_available_component_sets(self, query: ComponentSetsQuery) -> SetsEstimate:
@@ -278,19 +216,19 @@ class Estimator:
         snapshot = self.snapshot()
         if snapshot.num_nodes == 0:
             return SetsEstimate(0, None, snapshot)
-        asked = _ASKED.get(query)
+        asked = self.caches.asked.get(query, _Asked)
         if not asked.kept(snapshot.num_nodes):
             _, outcome = self._afresh(self.framework.run_components, snapshot, query)
             return SetsEstimate(outcome.value, outcome, snapshot, asked.names, asked.replicas)
-        outcome = self._memo.get(snapshot, asked.key)
+        outcome = self.caches.answers.get(snapshot, asked.key)
         if outcome is None:
             outcome = self.framework.run_components(self._context(snapshot), query)
-            self._memo.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
+            self.caches.answers.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
         return SetsEstimate(outcome.value, outcome, snapshot, asked.names, asked.replicas)
 
     def _afresh(self, run, snapshot: ClusterSnapshot, query) -> tuple[int, FrameworkResult]:
         """A query too large to keep: estimated on a detached snapshot, nothing remembered."""
-        outcome = run(self._context(_detached(snapshot)), query)
+        outcome = run(self._context(snapshot.detached()), query)
         return outcome.value, outcome
 
     def unschedulable_replicas(self, ref: WorkloadRef, now: float | None = None) -> int:

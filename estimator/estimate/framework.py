@@ -15,6 +15,7 @@ from typing import Protocol, Sequence
 from estimator.core.model import ComponentSetsQuery, ReplicasQuery
 from estimator.core.resources import MAX_INT32
 from estimator.core.snapshot import ClusterSnapshot
+from estimator.estimate.requeststate import RequestCaches
 
 NO_CONSTRAINT = MAX_INT32
 
@@ -45,9 +46,14 @@ DEFAULT_BEST_BUDGET = 1.0
 
 @dataclass(frozen=True)
 class EstimateContext:
+    """One estimate's inputs: the snapshot it reads, the packing mode, and the caches that
+    outlive the request (requeststate.RequestCaches: the Estimator's; a fresh set when none
+    is given, so a bare context keeps nothing between calls)."""
+
     snapshot: ClusterSnapshot
     packing: str = "best"  # "best" or "first-fit"
     best_budget: float | None = DEFAULT_BEST_BUDGET  # None: search without a time limit
+    caches: RequestCaches = field(default_factory=RequestCaches)
 
 
 class ReplicasPlugin(Protocol):

@@ -64,7 +64,7 @@ class IdentityMemo(Generic[T]):
     concurrent callers may compute one value twice, and the memo may briefly hold a few
     entries too many."""
 
-    def __init__(self, compute: Callable[[object], T], size: int = DEFAULT_SIZE,
+    def __init__(self, compute: Callable[[object], T] | None = None, size: int = DEFAULT_SIZE,
                  admit: Callable[[T], bool] | None = None):
         self._compute = compute
         self._size = size
@@ -79,11 +79,12 @@ class IdentityMemo(Generic[T]):
         entry = self._entries.get(id(obj))
         return entry[1] if entry is not None and entry[0]() is obj else None
 
-    def get(self, obj: object) -> T:
+    def get(self, obj: object, compute: Callable[[object], T] | None = None) -> T:
+        """The value kept for `obj`, else `compute(obj)` (default: the memo's own), kept."""
         entry = self._entries.get(id(obj))
         if entry is not None and entry[0]() is obj:
             return entry[1]
-        value = self._compute(obj)
+        value = (compute or self._compute)(obj)
         if self._admit is not None and not self._admit(value):
             return value
         key, entries = id(obj), self._entries

@@ -37,10 +37,8 @@ def query(seed: int) -> ComponentSetsQuery:
 
 
 def arrays(snapshot, q):
-    columns = noderesource._columns([c.shape for c in q.components])
-    index = {name: k for k, name in enumerate(columns)}
-    packing = noderesource._Packing(snapshot, q.components, index)
-    return noderesource._gather(snapshot, columns), packing.requests, packing.replicas, packing.masks
+    inputs = noderesource.kernel_inputs(snapshot, q)
+    return inputs.available, inputs.requests, inputs.replicas, inputs.masks
 
 
 @pytest.mark.parametrize("seed", range(40))

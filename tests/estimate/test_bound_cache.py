@@ -36,11 +36,8 @@ def query(seed: int) -> ComponentSetsQuery:
 
 def direct(snapshot, q):
     """The kernels' own first-fit with its bound, on the arrays the plugin builds."""
-    columns = noderesource._columns([c.shape for c in q.components])
-    index = {name: k for k, name in enumerate(columns)}
-    available = noderesource._gather(snapshot, columns)
-    arrays = noderesource._Packing(snapshot, q.components, index)
-    return kernels.first_fit_bounded(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    arrays = noderesource.kernel_inputs(snapshot, q)
+    return kernels.first_fit_bounded(arrays.available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -11,6 +11,7 @@ from estimator.cluster.cache import ClusterCache
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
 from estimator.estimate.framework import EstimateContext
 from estimator.estimate.plugins import noderesource as nr
+from estimator.estimate.requeststate import GATHERED, PACKINGS
 from tests.support.builders import node, pod
 from tests.support.cachemutators import upsert_node, upsert_pod
 
@@ -58,7 +59,7 @@ def test_answers_on_a_shared_snapshot_equal_those_on_a_fresh_one_and_the_shared_
                 fresh = member().snapshot()
                 assert answer(shared, packing, query) == answer(fresh, packing, query)
     assert np.array_equal(shared.available, pristine)
-    kept = shared.derived((nr.__name__, "gathered"), dict)
+    kept = GATHERED.entries_on(shared)
     assert kept, "the gathered columns are kept per snapshot"
     for array in kept.values():
         assert not array.flags.writeable
@@ -66,8 +67,8 @@ def test_answers_on_a_shared_snapshot_equal_those_on_a_fresh_one_and_the_shared_
 
 def test_kept_entries_are_bounded_whatever_resource_names_arrive():
     snapshot = member().snapshot()
-    for i in range(3 * nr._GATHERED_PER_SNAPSHOT):
+    for i in range(3 * GATHERED.entries):
         query = ComponentSetsQuery((Component("w", 1, shape(1000, 1, **{f"example.com/r{i}": 1})),), "ml-team")
         assert answer(snapshot, "first-fit", query)[0] == 0  # no node has the resource
-    assert len(snapshot.derived((nr.__name__, "gathered"), dict)) <= nr._GATHERED_PER_SNAPSHOT
-    assert len(snapshot.derived((nr.__name__, "packing"), dict)) <= nr._PACKINGS_PER_SNAPSHOT
+    assert len(GATHERED.entries_on(snapshot)) <= GATHERED.entries
+    assert len(PACKINGS.entries_on(snapshot)) <= PACKINGS.entries

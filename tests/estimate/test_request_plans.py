@@ -8,17 +8,15 @@ import gc
 import random
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from estimator import kernels
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
-from estimator.estimate import estimate as estimate_module
 from estimator.estimate.estimate import Estimator
 from estimator.estimate.framework import EstimateContext
 from estimator.estimate.plugins import noderesource as nr
-from estimator.estimate.plugins import resourcequota as rq
 from estimator.estimate.querymemo import HashedKey, IdentityMemo
+from estimator.estimate.requeststate import RequestCaches
 from estimator.kernels import _arrays
 from tests.support import naive
 from tests.support.randmember import random_member
@@ -52,22 +50,11 @@ def queries(seed: int) -> list[ComponentSetsQuery]:
 def checked_answer(snapshot, query, packing: str):
     """The node-resource answer with every kernel check run and nothing kept: arrays built
     afresh, not vouched for."""
-    columns = nr._columns([c.shape for c in query.components] + nr._assumed_shapes(query.assumed))
-    index = {name: k for k, name in enumerate(columns)}
-    available = nr._gather(snapshot, columns)
-    requests = np.stack([nr._request_row(c.shape, index) for c in query.components])
-    replicas = np.array([c.replicas for c in query.components], dtype="int64")
-    masks = np.stack([snapshot.node_mask(c.shape.claim) for c in query.components])
-
-    for workload in query.assumed:
-        w_requests = np.stack([nr._request_row(c.shape, index) for c in workload.components])
-        w_replicas = np.array([c.replicas for c in workload.components], dtype="int64")
-        w_masks = np.stack([snapshot.node_mask(c.shape.claim) for c in workload.components])
-        kernels.first_fit_sets(available, w_requests, w_replicas, w_masks, 1)
+    available, requests, replicas, masks, upper, _ = nr.kernel_inputs(snapshot, query)
     if packing == "first-fit":
-        packing_ = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, 2**31 - 1)
+        packing_ = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper)
     else:
-        packing_ = kernels.best_sets(available, requests, replicas, masks, 2**31 - 1, budget=None)
+        packing_ = kernels.best_sets(available, requests, replicas, masks, upper, budget=None)
     return packing_.sets, packing_.bound, packing_.placement.tolist(), (available, requests, replicas, masks)
 
 
@@ -76,7 +63,7 @@ def checked_answer(snapshot, query, packing: str):
 def test_kept_and_vouched_answers_equal_the_fully_checked_ones(seed, packing):
     snapshot = member(seed)
     plugin = nr.NodeResourcePlugin()
-    ctx = EstimateContext(snapshot, packing, None)
+    ctx = EstimateContext(snapshot, packing, None, RequestCaches())
     for _ in range(2):  # the second round finds every plan and array kept
         for query in queries(seed):
             result = plugin.estimate_components(ctx, query)
@@ -90,16 +77,17 @@ def test_a_second_request_of_a_shape_runs_no_scan_over_the_nodes_and_a_repeat_no
     snapshot = member(3)
     plugin = nr.NodeResourcePlugin()
     first, variant = queries(3)[:2]
+    caches = RequestCaches()
     for packing in ("first-fit", "best"):
-        plugin.estimate_components(EstimateContext(snapshot, packing, None), first)
+        plugin.estimate_components(EstimateContext(snapshot, packing, None, caches), first)
     scanned = []
     monkeypatch.setattr(_arrays, "_no_negatives", lambda name, array: scanned.append(name))
     for packing in ("first-fit", "best"):
-        plugin.estimate_components(EstimateContext(snapshot, packing, None), variant)
+        plugin.estimate_components(EstimateContext(snapshot, packing, None, caches), variant)
     assert scanned == ["requests", "replicas"], "only the new query object's own rows (C x K), once"
     scanned.clear()
     for packing in ("first-fit", "best"):
-        plugin.estimate_components(EstimateContext(snapshot, packing, None), variant)
+        plugin.estimate_components(EstimateContext(snapshot, packing, None, caches), variant)
     assert scanned == []
 
 
@@ -109,11 +97,8 @@ def test_the_estimator_answers_as_without_its_per_query_memos(monkeypatch):
     asked = queries(5)
     answers = [kept.max_available_component_sets(q).sets for q in asked + asked]
     # Nothing kept per query object: every memo computes afresh.
-    for module, name in ((estimate_module, "_ASKED"), (nr, "_PLANS"), (rq, "_SET_DEMAND")):
-        memo = getattr(module, name)
-        monkeypatch.setattr(module, name, IdentityMemo(memo._compute, size=0))
     monkeypatch.setattr(_arrays, "vouched", lambda array, role: False)
-    fresh = Estimator(lambda: member(5), packing="first-fit")
+    fresh = Estimator(lambda: member(5), packing="first-fit", caches=RequestCaches(query_entries=0))
     assert answers == [fresh.max_available_component_sets(q).sets for q in asked + asked]
     replicas = ReplicasQuery(asked[0].components[0].shape)
     assert kept.max_available_replicas(replicas)[0] == fresh.max_available_replicas(replicas)[0]
@@ -153,12 +138,13 @@ def test_a_plan_does_not_keep_a_replaced_snapshots_arrays_alive():
     snapshot = member(2)
     query = queries(2)[0]
     plugin = nr.NodeResourcePlugin()
-    before = plugin.estimate_components(EstimateContext(snapshot, "first-fit", None), query).value
-    plan = nr._PLANS.get(query)
+    caches = RequestCaches()
+    before = plugin.estimate_components(EstimateContext(snapshot, "first-fit", None, caches), query).value
+    plan = caches.plans.peek(query)
     available, packing = plan.arrays(snapshot, query)
     refs = [weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing)]
     del snapshot, available, packing
     gc.collect()
     assert all(ref() is None for ref in refs)
     fresh = member(2)
-    assert plugin.estimate_components(EstimateContext(fresh, "first-fit", None), query).value == before
+    assert plugin.estimate_components(EstimateContext(fresh, "first-fit", None, caches), query).value == before

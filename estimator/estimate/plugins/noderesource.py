@@ -9,7 +9,8 @@ a kernel that consumes `available` always gets a private copy. A component-sets 
 upper bound (`Packing.bound`, in both modes), so it says whether it is proven optimal.
 
 What depends on the request alone (columns, request rows, cache keys with their hashes) is
-kept per query object (`_PLANS`), across snapshots. The arrays this module hands the
+kept per query object (`RequestCaches.plans`, reached through the context), across
+snapshots; requeststate.py declares every table kept here, with its key and bound. The arrays this module hands the
 kernels are vouched for once (`kernels.vouch`: the snapshot's columns are never
 negative, request rows ask for one pod each), so a request does not pay the kernels'
 argument scans over every node again.
@@ -18,7 +19,7 @@ argument scans over every node again.
 from __future__ import annotations
 
 import weakref
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,7 +31,8 @@ from estimator.core.model import (
 from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
-from estimator.estimate.querymemo import HashedKey, IdentityMemo
+from estimator.estimate.querymemo import HashedKey
+from estimator.estimate.requeststate import GATHERED, MASKS, PACKINGS
 from estimator.kernels import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouched_copy
 
 NAME = "NodeResourceEstimator"
@@ -64,30 +66,6 @@ def _gather(snapshot: ClusterSnapshot, columns: Sequence[str], own: frozenset[st
     return available
 
 
-# Per snapshot: column sets whose gathered copy is kept (N x K int64 each, 400 KB for 5
-# columns at 10k nodes), request shapes whose rows are kept, and claim lists whose stacked
-# masks are kept (C x N bools each).
-_GATHERED_PER_SNAPSHOT = 8
-_PACKINGS_PER_SNAPSHOT = 64
-
-
-def _kept(snapshot: ClusterSnapshot, name: str, size: int, key, compute):
-    """`compute()`, kept in a small dict per snapshot, the oldest going first when full: a
-    caller sending ever new resource names or shapes cannot grow the snapshot's memory.
-    No lock (the core takes none here): concurrent requests may compute one twice."""
-    kept = snapshot.derived((__name__, name), dict)
-    value = kept.get(key)
-    if value is None:
-        value = compute()
-        while len(kept) >= size:
-            try:
-                kept.pop(next(iter(kept)), None)
-            except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
-                break
-        kept[key] = value
-    return value
-
-
 def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...], own: frozenset[str] | None = None) -> np.ndarray:
     """The gathered columns, read-only, shared by every request on this snapshot."""
 
@@ -97,7 +75,7 @@ def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...], own: frozense
         return array
 
     key = columns if own is None or not snapshot.dra_served else (columns, own)
-    return _kept(snapshot, "gathered", _GATHERED_PER_SNAPSHOT, key, gather)
+    return GATHERED.get(snapshot, key, gather)
 
 
 def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
@@ -140,7 +118,7 @@ def _masks(snapshot: ClusterSnapshot, components: Sequence[Component]) -> np.nda
         masks.setflags(write=False)
         return masks
 
-    return _kept(snapshot, "masks", _PACKINGS_PER_SNAPSHOT, claims, stack)
+    return MASKS.get(snapshot, claims, stack)
 
 
 class _Packing:
@@ -162,15 +140,12 @@ def _packing_key(components: Sequence[Component], columns: tuple[str, ...]) -> H
 def _packing(snapshot: ClusterSnapshot, components: Sequence[Component], columns: tuple[str, ...],
              index: dict[str, int]) -> _Packing:
     """`_Packing` for these components, kept per snapshot by `_packing_key`."""
-    return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, _packing_key(components, columns),
-                 lambda: _Packing(snapshot, components, index))
+    return PACKINGS.get(snapshot, _packing_key(components, columns), lambda: _Packing(snapshot, components, index))
 
 
-def _dead() -> None:
+def _cleared_ref() -> None:
+    """Called like a weak reference whose object is gone: returns None."""
     return None
-
-
-_DEAD = _dead  # stands for a weak reference whose object is gone
 
 
 class _Plan:
@@ -191,11 +166,12 @@ class _Plan:
                                     tuple(c.shape.claim for c in query.components)))
         # Weak references to a snapshot and to its entries for this plan: a plan outlives
         # snapshots and must not keep their arrays alive.
-        self._last: tuple = (_DEAD, _DEAD, _DEAD)
+        self._last: tuple = (_cleared_ref, _cleared_ref, _cleared_ref)
 
     def packing(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> _Packing:
-        return _kept(snapshot, "packing", _PACKINGS_PER_SNAPSHOT, self.packing_key,
-                     lambda: _Packing(snapshot, query.components, self.index, self.rows))
+        return PACKINGS.get(
+            snapshot, self.packing_key, lambda: _Packing(snapshot, query.components, self.index, self.rows)
+        )
 
     def arrays(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> tuple[np.ndarray, _Packing]:
         """(available, request arrays) on `snapshot`: the per-snapshot entries found once
@@ -210,8 +186,6 @@ class _Plan:
             self._last = (weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing))
         return available, packing
 
-
-_PLANS: IdentityMemo[_Plan] = IdentityMemo(_Plan)
 
 
 def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: Sequence[AssumedWorkload],
@@ -257,8 +231,8 @@ def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
     pool_key = ("eligible pool", key)
     packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                budget=budget, known_bound=snapshot._derived.get(key),
-                                known_pool=snapshot._derived.get(pool_key))
+                                budget=budget, known_bound=snapshot.peek_derived(key),
+                                known_pool=snapshot.peek_derived(pool_key))
     snapshot.derived(key, lambda: packing.bound)
     if packing.pool >= 0:
         snapshot.derived(pool_key, lambda: packing.pool)
@@ -280,13 +254,52 @@ def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arra
         return kernels.set_bound(before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
                                  packing.sets, packing.limiting)
 
-    known = snapshot._derived.get(key)
+    known = snapshot.peek_derived(key)
     if known is None:
         # first_fit_sets consumes its copy; with no in-flight workloads the bound reads the
         # snapshot's untouched columns.
         before.append(available)
     packing = kernels.first_fit_sets(vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
     return packing._replace(bound=known if known is not None else snapshot.derived(key, bound))
+
+
+class KernelInputs(NamedTuple):
+    """What the packing kernels get for a component-set query on a snapshot."""
+
+    available: np.ndarray  # int64 [N, K]: the needed columns, less what in-flight workloads take
+    requests: np.ndarray  # int64 [C, K]: one replica of each component (column 0: one pod)
+    replicas: np.ndarray  # int64 [C]: replicas per set
+    masks: np.ndarray  # bool [C, N]: the nodes each component may use
+    upper: int  # the most sets worth packing (the plugin's: int32's maximum)
+    columns: tuple[str, ...]  # the K column names: pods, then every resource named, sorted
+
+
+def kernel_inputs(snapshot: ClusterSnapshot, query: ComponentSetsQuery, vouched: bool = False) -> KernelInputs:
+    """The kernels' arrays for `query` on `snapshot`, as the plugin builds them (columns,
+    request rows, masks; in-flight workloads deducted with first-fit), but built afresh:
+    private, writable, kept nowhere. `vouched`: vouch for them as the plugin does
+    (`kernels.vouch`), so the kernels skip their scans over every value."""
+    columns = _columns([c.shape for c in query.components] + _assumed_shapes(query.assumed))
+    index = {name: k for k, name in enumerate(columns)}
+    own = frozenset(name for c in query.components for name, _ in c.shape.requests)
+    available = _gather(snapshot, columns, own if any(w.components for w in query.assumed) else None)
+    for workload in query.assumed:
+        if workload.components:
+            before = available.copy() if snapshot.dra_served else None
+            kernels.first_fit_sets(available, _request_rows(workload.components, index),
+                                   np.array([c.replicas for c in workload.components], dtype=np.int64),
+                                   np.stack([snapshot.node_mask(c.shape.claim) for c in workload.components]), 1)
+            if before is not None:
+                deduct_shared(snapshot, columns, before, available)
+    requests = _request_rows(query.components, index)
+    replicas = np.array([c.replicas for c in query.components], dtype=np.int64)
+    masks = np.stack([snapshot.node_mask(c.shape.claim) for c in query.components]).reshape(-1, snapshot.num_nodes)
+    if vouched:
+        vouch("available", available, AMOUNTS)
+        vouch("requests", requests, REQUEST_ROWS)
+        vouch("replicas", replicas, AMOUNTS)
+        vouch("masks", masks, FLAGS)
+    return KernelInputs(available, requests, replicas, masks, MAX_INT32, columns)
 
 
 class NodeResourcePlugin:
@@ -305,7 +318,7 @@ class NodeResourcePlugin:
         if not query.components:
             return PluginResult.noop(REASON_EMPTY_COMPONENTS)
         snapshot = ctx.snapshot
-        plan = _PLANS.get(query)
+        plan = ctx.caches.plans.get(query, _Plan)
         available, arrays = plan.arrays(snapshot, query)
         if ctx.packing == "first-fit":
             packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key)

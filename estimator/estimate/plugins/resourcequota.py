@@ -34,7 +34,6 @@ from estimator.core.resources import (
 )
 from estimator.core.snapshot import QuotaRecord, ScopeRequirement
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
-from estimator.estimate.querymemo import IdentityMemo
 
 NAME = "ResourceQuotaEstimator"
 
@@ -137,9 +136,9 @@ def _wanted(components: Sequence[Component], quota: QuotaRecord) -> dict[str, in
     return _demand(matching) if matching else None
 
 
-# One set's demand of all its components, per query object (see querymemo).
-_SET_DEMAND: IdentityMemo[dict[str, int] | None] = IdentityMemo(
-    lambda query: _demand(query.components) if query.components else None)
+def _set_demand(query: ComponentSetsQuery) -> dict[str, int] | None:
+    """One set's demand of all its components (kept per query object: RequestCaches.set_demand)."""
+    return _demand(query.components) if query.components else None
 
 
 def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Component]:
@@ -236,7 +235,7 @@ class ResourceQuotaPlugin:
     def estimate_components(self, ctx: EstimateContext, query: ComponentSetsQuery) -> PluginResult:
         if not query.components:
             return PluginResult(MAX_INT32)
-        whole = _SET_DEMAND.get(query)  # a quota without scopes takes every component
+        whole = ctx.caches.set_demand.get(query, _set_demand)  # a quota without scopes takes every component
         return self._estimate(
             ctx,
             query.namespace,
