@@ -57,7 +57,7 @@ def step_costs(available, requests, replicas, masks, repeat: int) -> dict:
     from estimator import kernels
     from estimator.kernels import best, fit
     from estimator.kernels._arrays import problem, readonly
-    from estimator.kernels.witness import _verify
+    from estimator.kernels.witness import placement_valid
 
     p = problem(available, requests, replicas, masks, UPPER, in_place=False)
     ff = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
@@ -72,7 +72,7 @@ def step_costs(available, requests, replicas, masks, repeat: int) -> dict:
         "copy": lambda: p.available.copy(),
         "node orders": lambda: best._node_orders(fits, p.replicas, order, best.LEAST_CONTENDED_WORST_FIT, buckets,
                                                  node_order, lengths),
-        "witness": lambda: _verify(p.available, p.requests, p.replicas, p.masks, ff.sets, placement),
+        "witness": lambda: placement_valid(p.available, p.requests, p.replicas, p.masks, ff.sets, placement),
         "fits": lambda: fit.node_fits(p.available, p.requests, p.replicas, p.masks),
         "full bound pass": lambda: fit.bounds(p.available, p.requests, p.replicas, p.masks, UPPER),
         "eligible pool (unpriced)": lambda: fit.eligible_pool(p.available, p.requests, p.replicas, p.masks, UPPER),

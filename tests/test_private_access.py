@@ -49,11 +49,6 @@ ALLOWED = {
     ("estimator/core/cel.py", "node._meta"):
         "lark's Tree keeps its position in _meta and has no setter: the depth/size guard swaps it for a light "
         "position object (third-party, not ours to change)",
-    # issue 30, being moved by the engineers changing these packages now:
-    ("estimator/kernels/best.py", "from .witness import _verify"):
-        "issue 30, being moved: witness's kernel used by best mode's search",
-    ("estimator/cluster/watch/kubeclient.py", "from estimator.cluster.watch.apierrors import _status_message"):
-        "issue 30, being moved: watch/ is being rewritten (kubeclient.py) by another engineer",
 }
 
 

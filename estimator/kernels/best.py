@@ -1,6 +1,6 @@
 """Best mode: as many complete sets as we can show a placement for, never below first-fit.
 
-Steps, cheapest first. Every candidate placement is checked by `witness._verify` before
+Steps, cheapest first. Every candidate placement is checked by `witness.placement_valid` before
 it counts, so every answer comes with a witness, and none is above a proven bound.
 
 1. Karmada's first-fit on a copy: the baseline.
@@ -70,7 +70,7 @@ from ._arith import INT64_MAX
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
 from .fit import bounds, compact, component_bound, eligible_pool, full_pass_affordable, node_fits
-from .witness import _verify
+from .witness import placement_valid
 
 
 # Node orders (see the module docstring).
@@ -253,7 +253,7 @@ class _Search:
     def _offer(self, sets: int, placement: np.ndarray) -> bool:
         if sets > self.best.sets:
             self.work += self._witness
-            if _verify(self.available, self.requests, self.replicas, self.masks, sets, readonly(placement)):
+            if placement_valid(self.available, self.requests, self.replicas, self.masks, sets, readonly(placement)):
                 self.best = Packing(int(sets), placement)
                 return True
         return False

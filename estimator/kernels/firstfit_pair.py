@@ -41,7 +41,7 @@ decrement per call, which cost more than the steps themselves.
 Up to 4 columns, each a separate local; narrower members repeat their last column with a
 request of 0 (always fits, subtracts nothing). The node helpers on such locals and the
 greedy walk are `_nodefit`'s, shared with `firstfit_trio`; the steps on a node's columns
-held in locals (`_fitx`, `_store`) and the fill's give-back (`_drop`) are this kernel's own.
+held in locals (`_fit_in_locals`, `_store`) and the fill's give-back (`_drop`) are this kernel's own.
 A failed set is taken back out of `placement` from where each walk started and what it
 took there: past its pointer a component never placed anything.
 """
@@ -74,7 +74,7 @@ def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> t
 
 
 @kernel(inline="always", _nrt=False)
-def _fitx(x0, x1, x2, x3, r0, r1, r2, r3, cap):
+def _fit_in_locals(x0, x1, x2, x3, r0, r1, r2, r3, cap):
     """`fit` on a node's columns held in locals."""
     f = cap
     if r0 > 0:
@@ -164,7 +164,7 @@ def pair_first_fit(
                 # the compiler reload them between every step.
                 if not carried:
                     x0, x1, x2, x3 = available[p, 0], available[p, k1], available[p, k2], available[p, k3]
-                s = _fitx(x0, x1, x2, x3, d0, d1, d2, d3, upper - sets)
+                s = _fit_in_locals(x0, x1, x2, x3, d0, d1, d2, d3, upper - sets)
                 x0, x1, x2, x3 = x0 - s * d0, x1 - s * d1, x2 - s * d2, x3 - s * d3
                 placement[first, p] += s * ra
                 placement[second, p] += s * rb
@@ -182,10 +182,10 @@ def pair_first_fit(
                 # then A's shares that still fit on p are sets with B's replicas from
                 # p + 1 on. Both in one step, t sets in all.
                 x0, x1, x2, x3 = x0 - wa0, x1 - wa1, x2 - wa2, x3 - wa3
-                fb = _fitx(x0, x1, x2, x3, b0, b1, b2, b3, rb - 1)
+                fb = _fit_in_locals(x0, x1, x2, x3, b0, b1, b2, b3, rb - 1)
                 x0, x1, x2, x3 = x0 - fb * b0, x1 - fb * b1, x2 - fb * b2, x3 - fb * b3
                 placement[second, p] += fb
-                t1 = _fitx(x0, x1, x2, x3, wa0, wa1, wa2, wa3, upper - sets - 1)
+                t1 = _fit_in_locals(x0, x1, x2, x3, wa0, wa1, wa2, wa3, upper - sets - 1)
                 x0, x1, x2, x3 = x0 - t1 * wa0, x1 - t1 * wa1, x2 - t1 * wa2, x3 - t1 * wa3
                 _store(available, p, k1, k2, k3, x0, x1, x2, x3)
                 t = 1 + t1

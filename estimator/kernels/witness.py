@@ -13,7 +13,7 @@ from ._numba import kernel
 
 
 @kernel
-def _verify(
+def placement_valid(
     available: np.ndarray,
     requests: np.ndarray,
     replicas: np.ndarray,
@@ -21,7 +21,8 @@ def _verify(
     sets: int,
     placement: np.ndarray,
 ) -> bool:
-    """Per component: no negative count, none where its mask is off, sets x replicas in
+    """The check behind `verify_placement`, on arrays already checked (best mode's search
+    calls it directly). Per component: no negative count, none where its mask is off, sets x replicas in
     all. Then per node holding a replica: the summed requests fit in every column. A node
     holding nothing needs no capacity check, so a placement on a few nodes of a large
     member costs one read per component and node, not one per column too."""
@@ -80,4 +81,4 @@ def verify_placement(available, requests, replicas, masks, sets, placement) -> b
     place = amounts("placement", placement, 2)
     if place.shape != p.masks.shape or not 0 <= count <= INT64_MAX:
         return False
-    return bool(_verify(p.available, p.requests, p.replicas, p.masks, count, readonly(place)))
+    return bool(placement_valid(p.available, p.requests, p.replicas, p.masks, count, readonly(place)))

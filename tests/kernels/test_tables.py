@@ -462,5 +462,5 @@ def test_warmup_compiles_the_one_signature_every_call_uses():
     for dispatcher in dispatchers:
         assert len(dispatcher.signatures) <= 1, (dispatcher.py_func.__name__, dispatcher.signatures)
     entries = (fit._sum_fit, fit._bounds, firstfit._first_fit, best._node_orders)
-    for entry in (*entries, witness._verify):
+    for entry in (*entries, witness.placement_valid):
         assert len(entry.signatures) == 1, entry.py_func.__name__

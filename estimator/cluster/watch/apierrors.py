@@ -31,7 +31,7 @@ class Silent(Unavailable):
     TCP never said so."""
 
 
-def _status_message(body: str | bytes | None) -> str:
+def status_message(body: str | bytes | None) -> str:
     """The `message` of a metav1.Status body, or the body itself (shortened)."""
     if not body:
         return ""

@@ -27,7 +27,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
-from estimator.cluster.watch.apierrors import ApiError, Gone, KubeConfigError, Silent, Unavailable, _status_message
+from estimator.cluster.watch.apierrors import ApiError, Gone, KubeConfigError, Silent, Unavailable, status_message
 from estimator.cluster.watch.kubecredentials import ClientConfig, load_configuration
 
 __all__ = [
@@ -107,7 +107,7 @@ def _query(params: dict) -> str:
 
 
 def _refusal(status: int, reason: str, body: bytes | None, what: str) -> ApiError:
-    message = f"{what}: {status or ''} {reason or ''}: {_status_message(body)}".replace("  ", " ")
+    message = f"{what}: {status or ''} {reason or ''}: {status_message(body)}".replace("  ", " ")
     if status == 410:
         return Gone(message, status, reason or "")
     if status in (0, 429) or status >= 500:
