@@ -4,7 +4,7 @@ Fed object by object (object files, or the list/watch loop); one event costs
 O(resources), never O(nodes). `snapshot()` hands estimates a consistent immutable copy in
 Karmada's node order, rebuilt only when something changed (a version counter).
 
-Layout:
+Layout (the node table, estimator.cluster.nodetable, which ClusterCache extends):
 - A *row* is Karmada's NodeInfo: one per node name that has a Node object or counted pods.
   Pods bound to a node we have not seen yet get a row without a node (counted once the
   node appears); a deleted node's row lives on while pods still count on it. Freed rows
@@ -27,8 +27,11 @@ int64 are kept exactly on the side (`_excess`) and show as int64 max, so removin
 again restores the row to the unit. `replace_kind` applies a whole relist in one lock
 hold: a snapshot shows the state before it or after it, never a mix.
 
+The DRA objects' devices join a snapshot's columns through estimator.cluster.deviceoverlay.
+
 Loaders get bulk doors instead of these fields: `bulk_writer()` (many new pods and nodes
-of a load, request sums added a batch at a time; estimator.cluster.bulkload) and
+of a load, request sums added a batch at a time: estimator.cluster.bulkwriter, used by
+estimator.cluster.bulkload) and
 `export()` / `restore()` (the state as plain values and arrays, for the objects cache,
 estimator.cluster.objectscache).
 """
@@ -38,18 +41,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from itertools import chain
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
+from estimator.cluster.bulkwriter import BulkDoors, BulkWriter
+from estimator.cluster.deviceoverlay import DeviceOverlay
 from estimator.cluster.devicestate import KINDS as DEVICE_KINDS
 from estimator.cluster.devicestate import DeviceState
-from estimator.cluster.nodetree import NodeTree
+from estimator.cluster.nodetable import ExportedState, NodeTable
 from estimator.core.model import NodeClass
 from estimator.core.records import KINDS, ParsedNode, PodRecord, record_key
-from estimator.core.resources import MAX_INT64, PODS
 from estimator.core.snapshot import ClusterSnapshot, QuotaRecord
 from estimator.core.workloads import UnschedulablePod, WorkloadState
 
@@ -60,56 +62,10 @@ __all__ = [
     "KINDS",
 ]  # KINDS: the kinds a cache holds, also imported from here
 
-_INITIAL_ROWS = 64
-_INITIAL_COLUMNS = 8
-# BulkWriter.flush: sums that could come near int64 are added exactly, in Python, as the
-# per-record path does.
-_SAFE_SUM = float(1 << 62)
 
+class ClusterCache(NodeTable):
+    """One member cluster's state (see the module docstring); thread-safe."""
 
-# --- the cache --------------------------------------------------------------------------
-
-
-@dataclass
-class _NodeState:
-    """What the cache remembers of a Node object, besides its arrays."""
-
-    zone: str
-    class_id: int
-    hostname: str | None
-
-
-@dataclass
-class ExportedState:
-    """A ClusterCache's nodes and counted pods as plain values and arrays (`export()`,
-    `restore()`): everything but the few-record kinds (quotas, workloads, DRA objects) and
-    the unschedulable pods, which a saver keeps as objects. Rows, columns and class ids
-    are the cache's own numbers, free ones included, so a restored cache reuses them as
-    the original would."""
-
-    version: int
-    columns: list[str]  # resource column names, column 0 `pods`
-    allocatable: np.ndarray  # int64[capacity, >= len(columns)]
-    requested: np.ndarray  # int64, as allocatable
-    row_class: np.ndarray  # int32[capacity]: a node row's class id
-    next_row: int  # rows ever used
-    free_rows: list[int]
-    row_names: list  # [next_row]: node name, None for a free row
-    row_hostnames: list  # [next_row]
-    row_zone: np.ndarray  # int32[next_row]: index into `zones`, -1 for a row without a Node
-    zones: list[str]
-    tree: list  # NodeTree.rows_by_zone()
-    classes: list  # NodeClass by id (a freed id keeps its last class)
-    class_refs: list[int]
-    free_class_ids: list[int]
-    excess: dict[tuple[int, int], int]  # (row, column) -> request sum beyond int64
-    # (namespace, name) -> (row, ((column, amount), ...)). export(): the cache's table;
-    # restore(): a table, or a function building it when first needed (estimates read the
-    # arrays only, so a restored server may never build it).
-    pods: Mapping | Callable[[], dict]
-
-
-class ClusterCache:
     def __init__(self, device_matcher=None) -> None:
         """`device_matcher`: how a DeviceClass's selectors judge a device (default: CEL; tests
         pass a plain function, see estimator.cluster.devicestate)."""
@@ -117,33 +73,7 @@ class ClusterCache:
         self._version = 0
         self._updated_at = 0.0
         self._snapshot: ClusterSnapshot | None = None
-        # Resource columns.
-        self._column_index: dict[str, int] = {PODS: 0}
-        self._column_names: list[str] = [PODS]
-        # Rows.
-        self._rows: dict[str, int] = {}
-        self._free_rows: list[int] = []
-        self._row_names = np.empty(_INITIAL_ROWS, dtype=object)
-        self._row_hostnames = np.empty(_INITIAL_ROWS, dtype=object)
-        self._row_nodes: list[_NodeState | None] = [None] * _INITIAL_ROWS
-        self._allocatable = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
-        self._requested = np.zeros((_INITIAL_ROWS, _INITIAL_COLUMNS), dtype=np.int64)
-        self._row_class = np.zeros(_INITIAL_ROWS, dtype=np.int32)
-        self._next_row = 0
-        # Node classes (reference counted; freed ids are reused).
-        self._class_ids: dict[NodeClass, int] = {}
-        self._classes: list[NodeClass] = []
-        self._class_refs: list[int] = []
-        self._free_class_ids: list[int] = []
-        # Order and the things cached with it.
-        self._tree = NodeTree()
-        self._order: tuple[np.ndarray, tuple[str, ...]] | None = None
-        self._hostnames: tuple[str | None, ...] | None = None
-        # Name and hostname look-ups a snapshot builds on first use; they depend only on the
-        # order and the hostnames, so snapshots share them until either changes.
-        self._positions: dict = {}
-        self._classes_tuple: tuple[NodeClass, ...] | None = None
-        self._resource_names: tuple[str, ...] | None = None
+        super().__init__()  # the node table: rows, columns, node classes, order
         # Counted pods: (namespace, name) -> (row, ((column, amount), ...)); see `_pods`.
         self._pod_table: dict[tuple[str, str], tuple[int, tuple[tuple[int, int], ...]]] = {}
         self._pending_pods: Callable[[], dict] | None = None  # builds _pod_table on first use (restore)
@@ -153,9 +83,7 @@ class ClusterCache:
         self._devices = (
             DeviceState(device_matcher) if device_matcher else DeviceState()
         )  # DRA objects; their counts join the snapshot's columns
-        self._device_overlay: tuple | None = None  # (order, devices version, overlay) see _with_devices
-        # Per-node request sums beyond int64, exactly: (row, column) -> sum (see _add_requested).
-        self._excess: dict[tuple[int, int], int] = {}
+        self._device_overlay = DeviceOverlay(self._devices)  # kept per node order and device state
         self.busy = False  # a relist is being applied (replace_kind); read without the lock
 
     @property
@@ -172,126 +100,29 @@ class ClusterCache:
         self._version += 1
         self._updated_at = time.time()
 
-    def _column(self, name: str) -> int:
-        column = self._column_index.get(name)
-        if column is None:
-            column = len(self._column_names)
-            if column == self._allocatable.shape[1]:
-                self._allocatable = _grow(self._allocatable, axis=1)
-                self._requested = _grow(self._requested, axis=1)
-            self._column_index[name] = column
-            self._column_names.append(name)
-            self._resource_names = None
-        return column
+    def _new_node(
+        self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None, zone: str
+    ) -> bool:
+        """A node the cache has no row for, applied (False, nothing done, for one it has)."""
+        if name in self._rows:
+            return False
+        with self._lock:
+            self._set_node(name, allocatable, node_class, hostname, zone)
+            self._changed()
+        return True
 
-    def _row(self, name: str) -> int:
-        """The row of node `name`, created (without a node) if new."""
-        row = self._rows.get(name)
-        if row is not None:
-            return row
-        if self._free_rows:
-            row = self._free_rows.pop()
-        else:
-            row = self._next_row
-            self._next_row += 1
-            if row == len(self._row_nodes):
-                self._allocatable = _grow(self._allocatable, axis=0)
-                self._requested = _grow(self._requested, axis=0)
-                self._row_class = _grow(self._row_class, axis=0)
-                self._row_names = _grow(self._row_names, axis=0)
-                self._row_hostnames = _grow(self._row_hostnames, axis=0)
-                self._row_nodes.extend([None] * row)
-        self._rows[name] = row
-        self._row_names[row] = name
-        return row
-
-    def _release_row_if_unused(self, row: int) -> None:
-        if self._row_nodes[row] is None and self._requested[row, 0] == 0:
-            del self._rows[self._row_names[row]]
-            self._row_names[row] = None
-            self._allocatable[row] = 0
-            self._requested[row] = 0
-            if self._excess:
-                for cell in [cell for cell in self._excess if cell[0] == row]:
-                    del self._excess[cell]
-            self._free_rows.append(row)
-
-    def _acquire_class(self, node_class: NodeClass) -> int:
-        class_id = self._class_ids.get(node_class)
-        if class_id is None:
-            if self._free_class_ids:
-                class_id = self._free_class_ids.pop()
-                self._classes[class_id] = node_class
-                self._class_refs[class_id] = 0
-            else:
-                class_id = len(self._classes)
-                self._classes.append(node_class)
-                self._class_refs.append(0)
-            self._class_ids[node_class] = class_id
-            self._classes_tuple = None
-        self._class_refs[class_id] += 1
-        return class_id
-
-    def _release_class(self, class_id: int) -> None:
-        self._class_refs[class_id] -= 1
-        if self._class_refs[class_id] == 0:
-            del self._class_ids[self._classes[class_id]]
-            self._free_class_ids.append(class_id)
+    def _count_bulk(self, rows: list[int], amounts: list[tuple]) -> None:
+        """The requests of pods a BulkWriter put in the pod table, added to the arrays: one
+        version per pod, as apply() counts them."""
+        with self._lock:
+            self._add_requested_batch(rows, amounts)
+            self._version += len(rows)
+            self._updated_at = time.time()
 
     # --- applying checked records (lock held; none of these can fail half-way) ---
 
     def _apply_node(self, node: ParsedNode) -> bool:
         return self._set_node(node.name, node.allocatable, node.node_class, node.hostname, node.zone)
-
-    def _set_node(
-        self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None, zone: str
-    ) -> bool:
-        row = self._row(name)
-        columns = [(self._column(resource), amount) for resource, amount in allocatable.items()]
-        values = np.zeros(self._allocatable.shape[1], dtype=np.int64)
-        for column, amount in columns:
-            values[column] = amount
-        state = self._row_nodes[row]
-        class_id = self._acquire_class(node_class)
-        if state is not None:
-            self._release_class(state.class_id)
-            if (
-                state.class_id == class_id
-                and state.zone == zone
-                and state.hostname == hostname
-                and np.array_equal(self._allocatable[row], values)
-            ):
-                return False  # a status heartbeat: nothing the estimates look at changed
-            if state.zone != zone:
-                self._tree.remove(state.zone, name)
-                self._tree.add(zone, name, row)  # moves to the end of its new zone
-                self._order = None
-        else:
-            self._tree.add(zone, name, row)
-            self._order = None
-        if state is None or state.hostname != hostname:
-            self._hostnames = None
-        self._row_nodes[row] = _NodeState(zone, class_id, hostname)
-        self._row_class[row] = class_id
-        self._row_hostnames[row] = hostname
-        self._allocatable[row] = values
-        return True
-
-    def _remove_node(self, name: str) -> bool:
-        row = self._rows.get(name)
-        if row is None:
-            return False
-        state = self._row_nodes[row]
-        if state is None:
-            return False
-        self._tree.remove(state.zone, name)
-        self._release_class(state.class_id)
-        self._row_nodes[row] = None
-        self._row_hostnames[row] = None
-        self._allocatable[row] = 0
-        self._release_row_if_unused(row)  # kept while pods still count on it
-        self._order = None
-        return True
 
     def _apply_pod(self, record: PodRecord) -> bool:
         key = (record.namespace, record.name)
@@ -314,20 +145,6 @@ class ClusterCache:
             self._uncount(key, old)
             changed = True
         return changed
-
-    def _add_requested(self, row: int, column: int, amount: int) -> None:
-        """requested[row, column] += amount, exactly: a sum beyond int64 is kept in `_excess`
-        and the array holds int64 max (nothing fits there) until it comes back in range."""
-        cell = (row, column)
-        excess = self._excess.get(cell) if self._excess else None
-        total = (int(self._requested[row, column]) if excess is None else excess) + amount
-        if total > MAX_INT64:
-            self._excess[cell] = total
-            self._requested[row, column] = MAX_INT64
-        else:
-            if excess is not None:
-                del self._excess[cell]
-            self._requested[row, column] = total
 
     def _count(self, key: tuple[str, str], record: tuple[int, tuple[tuple[int, int], ...]]) -> None:
         row, amounts = record
@@ -434,8 +251,18 @@ class ClusterCache:
 
     def bulk_writer(self) -> BulkWriter:
         """A writer of many new pods and nodes at once, for a cache no one reads yet (a load
-        in progress): see BulkWriter."""
-        return BulkWriter(self)
+        in progress): see estimator.cluster.bulkwriter."""
+        doors = BulkDoors(
+            pods=self._pods,
+            unschedulable=self._workloads.live_unschedulable(),
+            rows=self._rows,
+            columns=self._column_index,
+            row=self._row,
+            column=self._column,
+            new_node=self._new_node,
+            add_requests=self._count_bulk,
+        )
+        return BulkWriter(doors)
 
     # --- saving and restoring (the objects cache, estimator.cluster.objectscache) ---
 
@@ -482,55 +309,26 @@ class ClusterCache:
         DRA objects) applied in order, and the unschedulable pods set ((namespace, name,
         record), None: no longer) without counting them again. Ends at `state.version`."""
         cache = cls()
-        rows, allocatable, requested = state.next_row, state.allocatable, state.requested
-        capacity = len(allocatable)
-        if (
-            allocatable.dtype != np.int64
-            or requested.shape != allocatable.shape
-            or allocatable.ndim != 2
-            or not rows <= capacity
-            or len(state.columns) > allocatable.shape[1]
-            or state.row_class.shape != (capacity,)
-            or state.row_zone.shape != (rows,)
-        ):
-            raise ValueError("array shapes do not fit together")
-        if len(state.row_names) != rows or len(state.row_hostnames) != rows:
-            raise ValueError("row tables do not fit the arrays")
-        cache._column_names = list(state.columns)
-        cache._column_index = {name: i for i, name in enumerate(cache._column_names)}
-        cache._allocatable = np.array(allocatable, dtype=np.int64)
-        cache._requested = np.array(requested, dtype=np.int64)
-        cache._row_class = np.array(state.row_class, dtype=np.int32)
-        cache._next_row = rows
-        cache._free_rows = list(state.free_rows)
-        cache._row_names = np.empty(capacity, dtype=object)
-        cache._row_names[:rows] = state.row_names
-        cache._row_hostnames = np.empty(capacity, dtype=object)
-        cache._row_hostnames[:rows] = state.row_hostnames
-        cache._rows = {name: row for row, name in enumerate(state.row_names) if name is not None}
-        cache._classes = list(state.classes)
-        cache._class_refs = list(state.class_refs)
-        cache._free_class_ids = list(state.free_class_ids)
-        free = set(cache._free_class_ids)
-        cache._class_ids = {c: i for i, c in enumerate(cache._classes) if i not in free}
-        row_class = cache._row_class.tolist()
-        cache._row_nodes = [None] * capacity
-        for row, zone in enumerate(state.row_zone.tolist()):
-            if zone >= 0:
-                cache._row_nodes[row] = _NodeState(state.zones[zone], row_class[row], state.row_hostnames[row])
-        cache._tree = NodeTree.restore(state.tree, state.row_names)
-        cache._excess = dict(state.excess)
-        if callable(state.pods):
-            cache._pending_pods = state.pods
-        else:
-            cache._pod_table = dict(state.pods)
-        for kind, record in records:
-            cache._apply(kind, record)
-        for namespace, name, pod in unschedulable:
-            cache._workloads.set_pod(namespace, name, pod)
-        cache._version = state.version
-        cache._updated_at = time.time()
+        cache._restore(state, records, unschedulable)
         return cache
+
+    def _restore(
+        self,
+        state: ExportedState,
+        records: Iterable[tuple[str, Any]],
+        unschedulable: Iterable[tuple[str, str, UnschedulablePod | None]],
+    ) -> None:
+        self._restore_table(state)
+        if callable(state.pods):
+            self._pending_pods = state.pods
+        else:
+            self._pod_table = dict(state.pods)
+        for kind, record in records:
+            self._apply(kind, record)
+        for namespace, name, pod in unschedulable:
+            self._workloads.set_pod(namespace, name, pod)
+        self._version = state.version
+        self._updated_at = time.time()
 
     # --- reading ---
 
@@ -623,8 +421,8 @@ class ClusterCache:
         device_groups: dict = {}
         dra_aliases: dict = {}
         if self._devices.active:
-            allocatable, available, resource_names, dra_served, device_groups = self._with_devices(
-                allocatable, available, names, resource_names
+            allocatable, available, resource_names, dra_served, device_groups = self._device_overlay.apply(
+                allocatable, available, names, resource_names, self._column_index
             )
             dra_aliases = self._devices.aliases()
         return ClusterSnapshot(
@@ -644,177 +442,3 @@ class ClusterCache:
             dra_aliases=dra_aliases,
             _positions=self._positions,
         )
-
-    def _with_devices(
-        self, allocatable: np.ndarray, available: np.ndarray, names: tuple[str, ...], resource_names: tuple[str, ...]
-    ):
-        """The columns with DRA-served resources added (see estimator.core.devices): on a node
-        whose allocatable has none of a served resource, its devices of the class, less those
-        allocated, are what is free. A served resource no node advertises becomes a new column.
-        The overlay (positions and amounts per resource) is kept while the node order and the
-        device state stand. Returns the arrays, the columns, the served masks and the device groups."""
-        key = (names, self._devices.version)
-        if self._device_overlay is None or self._device_overlay[0] != key:
-            counts = self._devices.counts()
-            where = {name: i for i, name in enumerate(names)} if counts else {}
-            groups = {where[node]: found for node, found in self._devices.groups().items() if node in where}
-            self._device_overlay = (key, _device_overlay(counts, where), groups)
-        overlay = self._device_overlay[1]
-        columns = list(resource_names)
-        extra = [name for name in overlay if name not in self._column_index]
-        if extra:
-            pad = np.zeros((allocatable.shape[0], len(extra)), dtype=np.int64)
-            allocatable, available = np.hstack([allocatable, pad]), np.hstack([available, pad])
-            columns += extra
-        served = {}
-        for name, (positions, totals, used) in overlay.items():
-            column = columns.index(name)
-            dra = allocatable[positions, column] == 0  # a node that advertises it is served by its device plugin
-            allocatable[positions[dra], column] = totals[dra]
-            available[positions[dra], column] = np.maximum(totals[dra] - used[dra], 0)
-            served[name] = np.zeros(len(names), dtype=bool)
-            served[name][positions[dra]] = True
-        return allocatable, available, tuple(columns), served, self._device_overlay[2]
-
-
-class BulkWriter:
-    """Many new pods and nodes applied to a cache no one reads yet (a load in progress;
-    estimator.cluster.bulkload), at a few dict look-ups a pod: the request sums are added to
-    the arrays a batch at a time, by `flush()`, so the cache is whole only after it. Each
-    method takes only what it can apply exactly as `apply()` would, and returns False,
-    leaving the cache untouched, for anything else (a pod or node held already, a pod
-    unschedulable before); the caller then applies that one per record, after `flush()`.
-    """
-
-    def __init__(self, cache: ClusterCache) -> None:
-        self._cache = cache
-        self._pods = cache._pods
-        self._unschedulable = cache._workloads.live_unschedulable()
-        self._rows: list[int] = []  # pending: one entry per pod counted since the last flush
-        self._amounts: list[tuple] = []
-        self.applied = 0  # pods counted and flushed
-
-    def pod(self, pod: tuple) -> bool:
-        """Count a new pod given as (namespace, name, node, requests): node "" for a pod
-        that is not counted, requests its sorted (resource, amount) pairs, each in int64."""
-        namespace, name, node, requests = pod
-        live = self._unschedulable.get(namespace)
-        if live and name in live:
-            return False  # replaces an earlier state: the per-record path does that
-        key = (namespace, name)
-        if not node:
-            return key not in self._pods  # not counted, and nothing held before: nothing changes
-        cache = self._cache
-        columns = cache._column_index
-        try:
-            amounts = tuple([(columns[resource], amount) for resource, amount in requests])
-        except KeyError:  # a resource new to the cache: columns in sorted order, as apply() adds them
-            column = cache._column
-            amounts = tuple([(column(resource), amount) for resource, amount in requests])
-        pods = self._pods
-        row = cache._rows.get(node)
-        if row is None:
-            if key in pods:
-                return False  # (before a row is made: the per-record path may free one first)
-            row = cache._row(node)
-        value = (row, amounts)
-        if pods.setdefault(key, value) is not value:
-            return False  # held already (and left as it was): the per-record path replaces it
-        self._rows.append(row)
-        self._amounts.append(amounts)
-        return True
-
-    def pods(self, run: tuple[list, list, list, list]) -> bool:
-        """Count a run of consecutive pods, given column-wise (namespaces, names, nodes,
-        requests), in one step where that ends as `pod` one by one would: every pod new and
-        distinct, none unschedulable before, every node's row and every resource's column
-        already there (so no table grows in between). False leaves the cache untouched."""
-        namespaces, names, nodes, requests = run
-        keys = list(zip(namespaces, names, strict=True))
-        pods = self._pods
-        if self._unschedulable or not pods.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
-            return False
-        if "" in nodes:  # pods not counted: only their absence from the table was needed
-            counted = [i for i, node in enumerate(nodes) if node]
-            keys = [keys[i] for i in counted]
-            nodes = [nodes[i] for i in counted]
-            requests = [requests[i] for i in counted]
-        found = list(map(self._cache._rows.get, nodes))
-        if None in found:
-            return False
-        rows = cast("list[int]", found)  # no None in it
-        columns = self._cache._column_index
-        try:
-            amounts = [tuple([(columns[resource], amount) for resource, amount in pod]) for pod in requests]
-        except KeyError:
-            return False
-        pods.update(zip(keys, zip(rows, amounts, strict=True), strict=True))
-        self._rows += rows
-        self._amounts += amounts
-        return True
-
-    def node(
-        self, name: str, allocatable: Mapping[str, int], node_class: NodeClass, hostname: str | None, zone: str
-    ) -> bool:
-        """Apply a node the cache has no row for, given as records.ParsedNode's fields (False
-        for one it has: a Node listed twice, or pods bound to it came first)."""
-        cache = self._cache
-        if name in cache._rows:
-            return False
-        with cache._lock:
-            cache._set_node(name, allocatable, node_class, hostname, zone)
-            cache._changed()
-        return True
-
-    def flush(self) -> None:
-        """Add the pending pods' requests to the cache's arrays and count their versions."""
-        if not self._rows:
-            return
-        cache = self._cache
-        rows = np.asarray(self._rows, dtype=np.int64)
-        with cache._lock:
-            requested = cache._requested
-            np.add.at(requested[:, 0], rows, 1)
-            sizes = np.fromiter(map(len, self._amounts), dtype=np.int64, count=len(self._amounts))
-            flat = np.fromiter(
-                chain.from_iterable(chain.from_iterable(self._amounts)), dtype=np.int64, count=2 * int(sizes.sum())
-            ).reshape(-1, 2)
-            if len(flat):
-                # No cell can come near int64 if the whole batch and the largest cell cannot;
-                # otherwise every sum is made exactly, in Python, as the per-record path does.
-                bound = float(flat[:, 1].astype(np.float64).sum()) + float(requested.max())
-                if cache._excess or bound >= _SAFE_SUM:
-                    for row, pod_amounts in zip(self._rows, self._amounts, strict=True):
-                        for column, amount in pod_amounts:
-                            cache._add_requested(row, column, amount)
-                else:
-                    np.add.at(requested, (np.repeat(rows, sizes), flat[:, 0]), flat[:, 1])
-            cache._version += len(self._rows)  # one change per pod counted, as apply() counts them
-            cache._updated_at = time.time()
-        self.applied += len(self._rows)
-        self._rows, self._amounts = [], []
-
-
-def _device_overlay(counts: dict[str, dict[str, tuple[int, int]]], where: dict[str, int]) -> dict:
-    """resource -> (node positions, devices, allocated) as int64 arrays, in snapshot order."""
-    rows: dict[str, list[tuple[int, int, int]]] = {}
-    for node, per_resource in counts.items():
-        position = where.get(node)
-        if position is None:
-            continue  # a slice of a node without a Node object: nothing to place there
-        for resource, (total, used) in per_resource.items():
-            rows.setdefault(resource, []).append((position, total, used))
-    overlay = {}
-    for resource in sorted(rows):
-        table = np.array(rows[resource], dtype=np.int64)
-        overlay[resource] = (table[:, 0], table[:, 1], table[:, 2])
-    return overlay
-
-
-def _grow(array: np.ndarray, axis: int) -> np.ndarray:
-    """A copy twice as long along `axis`, zero (or None) filled."""
-    shape = list(array.shape)
-    shape[axis] *= 2
-    grown = np.zeros(shape, dtype=array.dtype) if array.dtype != object else np.empty(shape, dtype=object)
-    grown[tuple(slice(0, n) for n in array.shape)] = array
-    return grown

@@ -3,7 +3,8 @@ into a ClusterCache, with client-go informer semantics.
 
 - state.py: `WatchClusterState`, the server's ClusterState for a live member (threads,
   readiness, health, staleness, the collector);
-- reflector.py: one kind's list/watch loop; specs.py: the kinds and the loop's options;
+- reflector.py: one kind's list/watch loop (events.py: what it makes of the server's bytes;
+  failures.py: its failures in a row and backoff); specs.py: the kinds and the loop's options;
   priority.py: estimates before event processing;
 - kubeclient.py: raw list and watch requests over urllib3 (the only importer of urllib3;
   apierrors.py: its errors); kubecredentials.py: the kubeconfig, --master or in-cluster

@@ -18,47 +18,27 @@ stops the loop. No Kubernetes import here: the client seam is `kubeclient.KubeCl
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
-
 from estimator.cluster import gccontrol
 from estimator.cluster.cache import ClusterCache
+from estimator.cluster.watch.events import MALFORMED, EventError, loads, object_name, status_error
+from estimator.cluster.watch.failures import FailureLog
 from estimator.cluster.watch.kubeclient import ApiError, Gone, KubeClient, Silent, Unavailable, WatchStream
 from estimator.cluster.watch.priority import NO_PRIORITY, EstimatePriority
-from estimator.cluster.watch.ratelimit import Backoff, TokenBucket
+from estimator.cluster.watch.ratelimit import TokenBucket
 from estimator.cluster.watch.specs import KindSpec, ReflectorOptions, object_key
 from estimator.core.records import parse_object, record_key
 
 log = logging.getLogger("estimator.watch")
 
-# What a malformed object usually raises from the cache's parsers (QuantityError is a
-# ValueError); anything else a parser raises is still that one object's problem and is
-# logged with its traceback, but never stops the stream.
-_MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
-
-
-def _loads(data: bytes):
-    """JSON -> Python: orjson (~2x the stdlib on API objects), the stdlib for anything orjson
-    refuses that JSON allows (e.g. integers beyond 64 bits); ValueError if neither parses."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
-
 
 class _Stopped(Exception):
     pass
-
-
-class _EventError(Unavailable):
-    """A retryable ERROR event: backs off even after events were delivered (a server
-    that keeps sending them must not drive a reconnect loop)."""
 
 
 class Reflector:
@@ -82,25 +62,11 @@ class Reflector:
         self._limiter = limiter
         self._stop = stop
         self.options = options or ReflectorOptions()
-        self._backoff = Backoff(
-            self.options.backoff_initial,
-            self.options.backoff_cap,
-            rng=self.options.rng,
-            reset_after=self.options.backoff_reset_after,
-        )
-        # 410s have their own backoff: the first relist after an outage (whose failures grew
-        # the main backoff) is not delayed by it, while 410s in a row still slow down.
-        self._gone_backoff = Backoff(
-            self.options.backoff_initial,
-            self.options.backoff_cap,
-            rng=self.options.rng,
-            reset_after=self.options.backoff_reset_after,
-        )
+        self.failures = FailureLog(spec.kind, self.options)  # failures in a row, backoff, error counts
         self.resource_version = ""  # "" -> the next step is a (re)list
         self.synced = False  # listed once; stays true (client-go HasSynced)
         self.last_ok = time.monotonic()  # last list completion, watch open, event or bookmark
         self.status = "not started"
-        self.last_error = ""
         self.died = ""  # set when the thread ended on an unexpected BaseException
         # Counters (written by the reflector thread only).
         self.events = 0
@@ -112,13 +78,10 @@ class Reflector:
         self.malformed = 0
         self.saturated = 0  # objects applied with a request sum clamped to int64
         self.throttled_seconds = 0.0  # waited for the QPS token bucket
-        self.errors: dict[str, int] = {}
         self._stream: WatchStream | None = None
         self._productive = False
         self._relist_asked = 0  # reload requests; a relist serves those asked before it started
         self._relist_done = 0
-        self.failing_since: float | None = None  # options.clock() time of the first failure in a row
-        self._next_loud = 0.0
         self.on_synced: Callable[[], None] | None = None  # called once, after the first list
         self.not_served = False  # an optional kind the API server does not serve or let us read
         self.on_listed: Callable[[Reflector], None] | None = None  # after every complete list
@@ -163,12 +126,14 @@ class Reflector:
             try:
                 if not self.resource_version or self.relist_pending:
                     self._list()
-                    self._healthy()
+                    self.failures.healthy()
                 if self._watch():
-                    self._healthy()
+                    self.failures.healthy()
                     continue
-                delay = self._failed(
-                    "short-watch", f"watch ended after less than {self.options.min_watch_seconds}s without events"
+                delay = self.failures.failed(
+                    "short-watch",
+                    f"watch ended after less than {self.options.min_watch_seconds}s without events",
+                    self.last_ok,
                 )
             except _Stopped:
                 return
@@ -176,11 +141,11 @@ class Reflector:
                 self.relists_gone += 1
                 self.resource_version = ""
                 log.info("%s: %s; relisting", self.kind, error)
-                delay = self._failed("gone", str(error), quiet=True, backoff=self._gone_backoff)
+                delay = self.failures.failed("gone", str(error), self.last_ok, quiet=True, gone=True)
             except Silent as error:
                 self._client.fresh_connections()
                 if self._productive:
-                    self._count_error("silent")
+                    self.failures.count("silent")
                     log.warning(
                         "%s: %s; presumed dead, resuming from resourceVersion %s through a new connection",
                         self.kind,
@@ -188,25 +153,25 @@ class Reflector:
                         self.resource_version,
                     )
                     continue
-                delay = self._failed("silent", str(error))
+                delay = self.failures.failed("silent", str(error), self.last_ok)
             except Unavailable as error:
                 if self.relist_pending or self._stop.is_set():
                     continue  # our own abort
-                if self._productive and not isinstance(error, _EventError):
-                    self._count_error("stream-broken")
+                if self._productive and not isinstance(error, EventError):
+                    self.failures.count("stream-broken")
                     log.info("%s: %s; resuming from resourceVersion %s", self.kind, error, self.resource_version)
                     continue  # a stream that delivered drops: resume at once, like client-go
                 self._client.fresh_connections()  # pooled connections on the same path may be dead too
-                delay = self._failed("unavailable", str(error))
+                delay = self.failures.failed("unavailable", str(error), self.last_ok)
             except ApiError as error:
                 if self.spec.optional and error.status in (403, 404):
                     delay = self._not_served(error)
                 else:
-                    delay = self._failed(f"http-{error.status}", str(error), level=logging.ERROR)
+                    delay = self.failures.failed(f"http-{error.status}", str(error), self.last_ok, level=logging.ERROR)
             except Exception as error:  # noqa: BLE001 - a bug must not end the loop: relist
                 log.exception("%s: unexpected error in the list/watch loop; relisting", self.kind)
                 self.resource_version = ""
-                delay = self._failed("internal", f"{type(error).__name__}: {error}")
+                delay = self.failures.failed("internal", f"{type(error).__name__}: {error}", self.last_ok)
             if delay > 0:
                 self.status = "backing off"
                 if self._wait(delay):
@@ -221,68 +186,28 @@ class Reflector:
         wait = self.options.wait
         return wait(self._stop, seconds) if wait is not None else self._stop.wait(seconds)
 
-    def _healthy(self) -> None:
-        if self.failing_since is not None:
-            log.info(
-                "%s: list/watch healthy again after %.0fs of failures",
-                self.kind,
-                self.options.clock() - self.failing_since,
-            )
-        self.failing_since = None
-        self._next_loud = 0.0
+    # --- failures (FailureLog's, read by the state's health and stats) ---
 
-    def _count_error(self, reason: str) -> None:
-        self.errors[reason] = self.errors.get(reason, 0) + 1
+    @property
+    def errors(self) -> dict[str, int]:
+        """Failures by reason, since the start."""
+        return self.failures.errors
 
-    def _failed(
-        self,
-        reason: str,
-        message: str,
-        level: int = logging.WARNING,
-        quiet: bool = False,
-        backoff: Backoff | None = None,
-    ) -> float:
-        """Count a failure and return how long to wait before the next attempt.
+    @property
+    def last_error(self) -> str:
+        return self.failures.last_error
 
-        The backoff is not reset by a successful list or a short watch: only a stretch of
-        `backoff_reset_after` without failures (client-go's backoff manager: 2 min) starts it
-        over, so a watch that fails right after every list cannot drive a relist a second."""
-        now = self.options.clock()
-        self._count_error(reason)
-        self.last_error = message
-        if self.failing_since is None:
-            self.failing_since = now
-        backoff = backoff or self._backoff
-        delay = backoff.next(now)
-        attempt = backoff.failures
-        if not quiet and (attempt & (attempt - 1)) == 0:  # 1st, 2nd, 4th, 8th, ... in a row
-            log.log(
-                level,
-                "%s: %s; retrying in %.2fs (failure %d in a row; the cache keeps serving the last state)",
-                self.kind,
-                message,
-                delay,
-                attempt,
-            )
-        failing_for = now - self.failing_since
-        if failing_for >= self.options.loud_after and now >= self._next_loud:
-            self._next_loud = now + self.options.loud_every
-            log.error(
-                "%s: list/watch has been failing for %.0fs (last error: %s); estimates are answered from "
-                "state %.0fs old",
-                self.kind,
-                failing_for,
-                message[:200],
-                time.monotonic() - self.last_ok,
-            )
-        return delay
+    @property
+    def failing_since(self) -> float | None:
+        """options.clock() time of the first failure in a row, None while healthy."""
+        return self.failures.failing_since
 
     def _not_served(self, error: ApiError) -> float:
         """An optional kind the API server does not serve (404) or lets us read (403): the
         member has none of it as far as we can tell. Synced (empty) the first time, said
         once; listed again every `optional_retry` seconds."""
         self.resource_version = ""
-        self.last_error = str(error)
+        self.failures.last_error = str(error)
         if not self.not_served:
             self.not_served = True
             what = "not served by the API server" if error.status == 404 else "not readable with our credentials"
@@ -338,7 +263,7 @@ class Reflector:
                 # The continue token expired (compaction) mid-list. A consistent list must
                 # start over; client-go's pager then asks for everything in one response
                 # rather than risk the same race again page by page.
-                self._count_error("continue-expired")
+                self.failures.count("continue-expired")
                 log.info("%s: continue token expired during a paginated list; listing again in one request", self.kind)
                 seen.clear()
                 if aside is not None:
@@ -349,7 +274,7 @@ class Reflector:
             if self._stop.is_set():
                 raise _Stopped
             try:
-                page = _loads(body)
+                page = loads(body)
             except ValueError as error:
                 raise Unavailable(f"list {self.kind}: response is not JSON: {error}") from None
             del body
@@ -398,7 +323,7 @@ class Reflector:
     def _take_listed(self, item: Any, seen: set, aside: list | None) -> None:
         try:
             key = object_key(item, self.spec.namespaced)
-        except _MALFORMED as error:
+        except MALFORMED as error:
             self._malformed("list", item, error)
             return
         seen.add(key)  # a malformed item keeps its last good state instead of vanishing
@@ -415,7 +340,7 @@ class Reflector:
         Parsing touches nothing, so a refused object changes no number in the cache."""
         try:
             record = parse_object(self.kind, obj)
-        except _MALFORMED as error:
+        except MALFORMED as error:
             self._malformed(where, obj, error)
             return None
         except Exception as error:  # noqa: BLE001 - one object's problem, never the stream's
@@ -428,7 +353,7 @@ class Reflector:
                 "(nothing else fits on its node)",
                 self.kind,
                 where,
-                _name(obj, self.spec.namespaced),
+                object_name(obj, self.spec.namespaced),
                 ", ".join(record.saturated),
             )
         return record
@@ -445,7 +370,7 @@ class Reflector:
             "%s %s: skipping malformed object %s: %s",
             self.kind,
             where,
-            _name(obj, self.spec.namespaced),
+            object_name(obj, self.spec.namespaced),
             error or type(error).__name__,
             exc_info=unexpected,
         )
@@ -476,7 +401,7 @@ class Reflector:
         self.status = "watching"
         parse, apply, delete, namespaced = self._parse, self._apply, self._cache.delete, self.spec.namespaced
         kind_name = self.kind
-        loads, monotonic, priority = _loads, time.monotonic, self._priority
+        decode, monotonic, priority = loads, time.monotonic, self._priority
         young_gc_every, collect_young = options.young_gc_every, gccontrol.young
         events = 0
         try:
@@ -484,7 +409,7 @@ class Reflector:
                 if priority.until > monotonic():
                     priority.pause()
                 try:
-                    event = loads(line)
+                    event = decode(line)
                 except ValueError as error:
                     raise Unavailable(f"watch {self.kind}: undecodable event ({error})") from None
                 if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
@@ -500,12 +425,12 @@ class Reflector:
                 elif kind == "DELETED":
                     try:
                         delete(kind_name, object_key(obj, namespaced))
-                    except _MALFORMED as error:
+                    except MALFORMED as error:
                         self._malformed("watch", obj, error)
                 elif kind == "BOOKMARK":
                     self.bookmarks += 1
                 elif kind == "ERROR":
-                    raise _status_error(self.kind, obj)
+                    raise status_error(self.kind, obj)
                 else:
                     log.warning("%s: ignoring watch event of unknown type %r", self.kind, kind)
                 resource_version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
@@ -523,24 +448,3 @@ class Reflector:
             self._stream = None
             stream.close()
         return events > 0 or time.monotonic() - opened >= options.min_watch_seconds
-
-
-def _name(obj: Any, namespaced: bool) -> str:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    meta = meta if isinstance(meta, Mapping) else {}
-    return f"{meta.get('namespace')}/{meta.get('name')}" if namespaced else str(meta.get("name"))
-
-
-def _status_error(kind: str, status: Any) -> ApiError:
-    """An ERROR watch event carries a metav1.Status: 410 means the resourceVersion is gone."""
-    status = status if isinstance(status, Mapping) else {}
-    try:
-        code = int(status.get("code") or 0)
-    except (TypeError, ValueError):
-        code = 0
-    message = f"watch {kind}: ERROR event {code} {status.get('reason') or ''}: {status.get('message') or ''}"
-    if code == 410 or status.get("reason") in ("Expired", "Gone"):
-        return Gone(message, 410, str(status.get("reason") or ""))
-    if code in (0, 429) or code >= 500:
-        return _EventError(message, code, str(status.get("reason") or ""))
-    return ApiError(message, code, str(status.get("reason") or ""))
