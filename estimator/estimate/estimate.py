@@ -24,14 +24,15 @@ plugins in the EstimateContext.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from estimator.core.errors import NotReady
 from estimator.core.model import ComponentSetsQuery, ReplicaShape, ReplicasQuery, WorkloadRef
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
-from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE, PACKING_MODES, NodeResourcePlugin
+from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE
+from estimator.estimate.plugins.noderesource import PACKING_MODES, NodeResourcePlugin
 from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
 from estimator.estimate.querymemo import HashedKey, kept
 from estimator.estimate.requeststate import ANSWERS_PER_SNAPSHOT as ANSWERS_PER_SNAPSHOT  # re-exported
@@ -156,9 +157,15 @@ class SetsEstimate:
 
 
 class Estimator:
-    def __init__(self, snapshots: SnapshotSource, packing: str = "best", framework: Framework | None = None,
-                 best_budget: float | None = DEFAULT_BEST_BUDGET, memo_bytes: int = DEFAULT_MEMO_BYTES,
-                 caches: RequestCaches | None = None):
+    def __init__(
+        self,
+        snapshots: SnapshotSource,
+        packing: str = "best",
+        framework: Framework | None = None,
+        best_budget: float | None = DEFAULT_BEST_BUDGET,
+        memo_bytes: int = DEFAULT_MEMO_BYTES,
+        caches: RequestCaches | None = None,
+    ):
         if packing not in PACKING_MODES:
             raise ValueError(f"packing must be one of {', '.join(PACKING_MODES)}, got {packing!r}")
         if best_budget is not None and not best_budget >= 0:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from estimator.core.model import ComponentSetsQuery, ReplicasQuery
 from estimator.core.resources import MAX_INT32
@@ -35,7 +36,7 @@ class PluginResult:
     detail: object | None = None
 
     @classmethod
-    def noop(cls, reason: str) -> "PluginResult":
+    def noop(cls, reason: str) -> PluginResult:
         return cls(NO_CONSTRAINT, Code.NOOP, reason)
 
 

@@ -10,7 +10,8 @@ Python does not cache dataclass hashes.
 from __future__ import annotations
 
 import weakref
-from typing import Callable, Generic, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -31,8 +32,12 @@ KEPT_MAX_QUERY_BYTES = 16 << 10
 
 def kept(components: int, columns: int, nodes: int, size: int = 0) -> bool:
     """Whether a query of this size may be kept (see above); a real job's always is."""
-    return components <= KEPT_MAX_COMPONENTS and components * nodes <= KEPT_MAX_CELLS \
-        and columns * nodes <= KEPT_MAX_COLUMN_CELLS and size <= KEPT_MAX_QUERY_BYTES
+    return (
+        components <= KEPT_MAX_COMPONENTS
+        and components * nodes <= KEPT_MAX_CELLS
+        and columns * nodes <= KEPT_MAX_COLUMN_CELLS
+        and size <= KEPT_MAX_QUERY_BYTES
+    )
 
 
 class HashedKey:
@@ -64,8 +69,12 @@ class IdentityMemo(Generic[T]):
     concurrent callers may compute one value twice, and the memo may briefly hold a few
     entries too many."""
 
-    def __init__(self, compute: Callable[[object], T] | None = None, size: int = DEFAULT_SIZE,
-                 admit: Callable[[T], bool] | None = None):
+    def __init__(
+        self,
+        compute: Callable[[object], T] | None = None,
+        size: int = DEFAULT_SIZE,
+        admit: Callable[[T], bool] | None = None,
+    ):
         self._compute = compute
         self._size = size
         self._admit = admit

@@ -29,8 +29,22 @@ from .firstfit import first_fit_bounded, first_fit_sets
 from .fit import set_bound, sum_fit
 from .witness import verify_placement
 
-__all__ = ["AMOUNTS", "FLAGS", "Packing", "REQUEST_ROWS", "best_sets", "cache_note", "first_fit_bounded",
-           "first_fit_sets", "set_bound", "sum_fit", "verify_placement", "vouch", "vouched_copy", "warmup"]
+__all__ = [
+    "AMOUNTS",
+    "FLAGS",
+    "Packing",
+    "REQUEST_ROWS",
+    "best_sets",
+    "cache_note",
+    "first_fit_bounded",
+    "first_fit_sets",
+    "set_bound",
+    "sum_fit",
+    "verify_placement",
+    "vouch",
+    "vouched_copy",
+    "warmup",
+]
 
 
 def warmup() -> None:
@@ -53,5 +67,10 @@ def warmup() -> None:
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)
     # Three components (a Ray-like head, cpu and gpu group): `firstfit_trio`.
-    first_fit_sets(available.copy(), np.vstack([requests, requests[1]]), np.ones(3, dtype=np.int64),
-                   np.ones((3, 2), dtype=np.bool_), 4)
+    first_fit_sets(
+        available.copy(),
+        np.vstack([requests, requests[1]]),
+        np.ones(3, dtype=np.int64),
+        np.ones((3, 2), dtype=np.bool_),
+        4,
+    )

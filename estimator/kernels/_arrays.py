@@ -228,8 +228,12 @@ def _trusted_problem(avail, reqs, reps, mask, upper, in_place: bool) -> Problem 
 
 def problem(available, requests, replicas, masks, upper, *, in_place: bool) -> Problem:
     """Validate the arguments of the packing functions (see `first_fit_sets`)."""
-    if (vouched(available, AMOUNTS) and vouched(requests, REQUEST_ROWS) and vouched(replicas, AMOUNTS)
-            and vouched(masks, FLAGS)):
+    if (
+        vouched(available, AMOUNTS)
+        and vouched(requests, REQUEST_ROWS)
+        and vouched(replicas, AMOUNTS)
+        and vouched(masks, FLAGS)
+    ):
         checked = _trusted_problem(available, requests, replicas, masks, upper, in_place)
         if checked is not None:
             return checked

@@ -72,8 +72,7 @@ def fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want):
 @kernel(inline="always", _nrt=False)
 def holds(available, p, k1, k2, k3, r0, r1, r2, r3):
     """Node p holds one copy of (r0..r3)."""
-    return (available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2
-            and available[p, k3] >= r3)
+    return available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2 and available[p, k3] >= r3
 
 
 @kernel(inline="always", _nrt=False)
@@ -103,8 +102,13 @@ def walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, few, placemen
     start = p
     first = 0
     while p < n_nodes:
-        if (masks[c, p] and available[p, k3] >= r3 and available[p, k2] >= r2 and available[p, k1] >= r1
-                and available[p, 0] >= r0):
+        if (
+            masks[c, p]
+            and available[p, k3] >= r3
+            and available[p, k2] >= r2
+            and available[p, k1] >= r1
+            and available[p, 0] >= r0
+        ):
             if want <= few:
                 f = fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want)
             else:

@@ -22,8 +22,8 @@ import functools
 import hashlib
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def default_cache_dir(environ: Mapping[str, str], checkout: Path | None, venv: P
 
 
 def source_tag(package: Path | str = Path(__file__).resolve().parent) -> str:
-    """"src-" + a hash of the name and bytes of every .py module in the kernels package."""
+    """ "src-" + a hash of the name and bytes of every .py module in the kernels package."""
     digest = hashlib.sha256()
     for path in sorted(Path(package).glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -65,7 +65,8 @@ def keyed_cache_dir(base: str, tag: str) -> str:
 
 
 _BASE_DIR, CACHE_DIR_REASON = default_cache_dir(
-    os.environ, _CHECKOUT, Path(sys.prefix) if sys.prefix != sys.base_prefix else None)
+    os.environ, _CHECKOUT, Path(sys.prefix) if sys.prefix != sys.base_prefix else None
+)
 CACHE_DIR = keyed_cache_dir(_BASE_DIR, source_tag())
 os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
 if "numba" in sys.modules:  # someone imported numba first: make it see the directory anyway
@@ -74,8 +75,10 @@ if "numba" in sys.modules:  # someone imported numba first: make it see the dire
 
 def cache_note() -> str:
     """One line for --help: where compiled kernels are kept, and how to move them."""
-    return (f"Compiled kernels are cached in {CACHE_DIR}\n({CACHE_DIR_REASON}, one subdirectory per version of "
-            "the kernel sources; set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it).")
+    return (
+        f"Compiled kernels are cached in {CACHE_DIR}\n({CACHE_DIR_REASON}, one subdirectory per version of "
+        "the kernel sources; set NUMBA_CACHE_DIR or XDG_CACHE_HOME to move it)."
+    )
 
 
 import numba  # noqa: E402  (must follow the cache-dir default above)

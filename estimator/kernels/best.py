@@ -65,13 +65,12 @@ import itertools
 
 import numpy as np
 
-from ._arrays import Packing, problem, readonly
 from ._arith import INT64_MAX
+from ._arrays import Packing, problem, readonly
 from ._numba import kernel
 from .firstfit import karmada_first_fit, pack
 from .fit import bounds, compact, component_bound, eligible_pool, full_pass_affordable, node_fits
 from .witness import placement_valid
-
 
 # Node orders (see the module docstring).
 LEAST_CONTENDED_WORST_FIT = 0
@@ -131,7 +130,12 @@ def fit_buckets(fits: np.ndarray) -> int:
 
 @kernel
 def _node_orders(
-    fits: np.ndarray, replicas: np.ndarray, order: np.ndarray, kind: int, buckets: int, node_order: np.ndarray,
+    fits: np.ndarray,
+    replicas: np.ndarray,
+    order: np.ndarray,
+    kind: int,
+    buckets: int,
+    node_order: np.ndarray,
     lengths: np.ndarray,
 ) -> None:
     """node_order[c, :lengths[c]]: the nodes where c fits a replica, arranged by `kind`.
@@ -199,8 +203,19 @@ class _Search:
     Work is counted as the module docstring says; `allowance` None means no limit.
     """
 
-    def __init__(self, available, requests, replicas, masks, fits, bound, baseline: Packing, allowance=None,
-                 first_fit_work: int = 0, work: int = 0):
+    def __init__(
+        self,
+        available,
+        requests,
+        replicas,
+        masks,
+        fits,
+        bound,
+        baseline: Packing,
+        allowance=None,
+        first_fit_work: int = 0,
+        work: int = 0,
+    ):
         self.available, self.requests, self.replicas, self.masks = available, requests, replicas, masks
         self.fits, self.bound, self.best = fits, bound, baseline
         self._orders: dict = {}
@@ -314,8 +329,11 @@ class _Search:
     def _everything(self) -> None:
         """Every component order with both node orders: set by set, then exactly k sets for
         k from the bound down (the first that works is the most this search finds)."""
-        candidates = [(order, kind) for order in itertools.permutations(range(self.fits.shape[0]))
-                      for kind in (LEAST_CONTENDED_WORST_FIT, BEST_FIT)]
+        candidates = [
+            (order, kind)
+            for order in itertools.permutations(range(self.fits.shape[0]))
+            for kind in (LEAST_CONTENDED_WORST_FIT, BEST_FIT)
+        ]
         for order, kind in candidates:
             if self.best.sets >= self.bound or self.stopped:
                 return
@@ -334,8 +352,14 @@ def _least_step(n_comp: int, n_nodes: int) -> int:
     from included: any step first builds a candidate's node orders, copies the arrays and
     checks a witness (`_Search._exactly_with`, `_Search._set_by_set`)."""
     cells = n_comp * n_nodes
-    return (_price(cells, _FITS_CELL) + _price(cells, _ORDER_CELL) + n_comp * _CONTENTION_LEVELS
-            + _price(cells, _COPY_CELL) + _price(cells, _WITNESS_CELL) + _STEP_OVERHEAD)
+    return (
+        _price(cells, _FITS_CELL)
+        + _price(cells, _ORDER_CELL)
+        + n_comp * _CONTENTION_LEVELS
+        + _price(cells, _COPY_CELL)
+        + _price(cells, _WITNESS_CELL)
+        + _STEP_OVERHEAD
+    )
 
 
 def room_factor(bound: int, sets: int) -> int:
@@ -344,8 +368,16 @@ def room_factor(bound: int, sets: int) -> int:
     return _ROOM_FACTOR if bound - sets >= _ROOM_SHARE * max(sets, 1) else 1
 
 
-def best_sets(available, requests, replicas, masks, upper, budget: float | None = None,
-              known_bound: int | None = None, known_pool: int | None = None) -> Packing:
+def best_sets(
+    available,
+    requests,
+    replicas,
+    masks,
+    upper,
+    budget: float | None = None,
+    known_bound: int | None = None,
+    known_pool: int | None = None,
+) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
     `budget`: None searches without a limit; a number b >= 0 lets the search after
@@ -376,8 +408,10 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
         return baseline._replace(bound=p.upper)
     if known_bound is not None:
         if not baseline.sets <= known_bound <= p.upper:
-            raise ValueError(f"known_bound must lie between first-fit's {baseline.sets} sets and upper "
-                             f"{p.upper}, got {known_bound!r}")
+            raise ValueError(
+                f"known_bound must lie between first-fit's {baseline.sets} sets and upper "
+                f"{p.upper}, got {known_bound!r}"
+            )
         bound = int(known_bound)
     else:
         bound = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
@@ -386,10 +420,13 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
     n_comp = p.requests.shape[0]
     # What the search would cost at least, and the most it may spend: by the pool, and by
     # first-fit's work over the whole member, which is at least its work over the pool.
-    most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(
-        bound, baseline.sets)
-    if known_bound is not None and known_pool is not None and most is not None \
-            and most < _least_step(n_comp, known_pool):
+    most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(bound, baseline.sets)
+    if (
+        known_bound is not None
+        and known_pool is not None
+        and most is not None
+        and most < _least_step(n_comp, known_pool)
+    ):
         return baseline._replace(bound=bound, pool=known_pool)
     pool = eligible_pool(p.available, p.requests, p.replicas, p.masks, bound)
     baseline = baseline._replace(pool=pool.count)
@@ -398,8 +435,11 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
         bound = pool.bound  # the column totals' bound
         if baseline.sets >= bound or (budget == 0 and not full):
             return baseline._replace(bound=bound)
-        most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(
-            bound, baseline.sets)
+        most = (
+            None
+            if budget is None
+            else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(bound, baseline.sets)
+        )
     least = _least_step(n_comp, pool.count)
     if most is not None and not full and most < least:
         return baseline._replace(bound=bound)
@@ -425,8 +465,18 @@ def best_sets(available, requests, replicas, masks, upper, budget: float | None 
             return baseline._replace(bound=bound)
     if fits is None:
         fits = node_fits(pool_available, p.requests, p.replicas, pool_masks)
-    search = _Search(pool_available, p.requests, p.replicas, pool_masks, fits, bound, pool_baseline, allowance,
-                     pool_baseline.work, work=_price(n_comp * pool.count, _FITS_CELL))
+    search = _Search(
+        pool_available,
+        p.requests,
+        p.replicas,
+        pool_masks,
+        fits,
+        bound,
+        pool_baseline,
+        allowance,
+        pool_baseline.work,
+        work=_price(n_comp * pool.count, _FITS_CELL),
+    )
     found = search.run()
     work = baseline.work + (0 if pool.whole else pool_baseline.work) + search.work
     if found is pool_baseline:

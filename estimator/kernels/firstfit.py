@@ -45,11 +45,10 @@ import threading
 
 import numpy as np
 
-from ._arrays import Packing, problem, readonly
 from ._arith import SMALL, capped_quotient, take
+from ._arrays import Packing, problem, readonly
 from ._numba import kernel
-from .firstfit_pair import pair_components
-from .firstfit_pair import pair_first_fit
+from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
 
@@ -449,8 +448,9 @@ def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
         # Two components (Flink, PyTorchJob): the cheaper set by hand of `firstfit_pair`.
         placement = np.zeros(masks.shape, dtype=np.int64)
         info = np.array([-1, 0], dtype=np.int64)
-        sets = pair_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), pair[0],
-                              pair[1], upper, placement, info)
+        sets = pair_first_fit(
+            available, readonly(requests), readonly(replicas), readonly(masks), pair[0], pair[1], upper, placement, info
+        )
         limiting, work = info.tolist()
         return Packing(sets, placement, -1, limiting, work)
     trio = trio_components(requests, counts) if available.shape[0] > 0 else None
@@ -458,8 +458,17 @@ def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
         # Three components (Ray): sets by hand with requests in locals, `firstfit_trio`.
         placement = np.zeros(masks.shape, dtype=np.int64)
         info = np.array([-1, 0], dtype=np.int64)
-        sets = trio_first_fit(available, readonly(requests), readonly(replicas), readonly(masks), *trio, upper,
-                              placement, info, trio_scratch())
+        sets = trio_first_fit(
+            available,
+            readonly(requests),
+            readonly(replicas),
+            readonly(masks),
+            *trio,
+            upper,
+            placement,
+            info,
+            trio_scratch(),
+        )
         limiting, work = info.tolist()
         return Packing(sets, placement, -1, limiting, work)
     return general_first_fit(available, requests, replicas, masks, upper)

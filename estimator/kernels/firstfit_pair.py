@@ -146,10 +146,18 @@ def pair_first_fit(
     last = n_cols - 1
     k1, k2, k3 = min(1, last), min(2, last), min(3, last)
     ra, rb = replicas[first], replicas[second]
-    a0, a1, a2, a3 = (column(requests, first, 0), column(requests, first, 1), column(requests, first, 2),
-                      column(requests, first, 3))
-    b0, b1, b2, b3 = (column(requests, second, 0), column(requests, second, 1), column(requests, second, 2),
-                      column(requests, second, 3))
+    a0, a1, a2, a3 = (
+        column(requests, first, 0),
+        column(requests, first, 1),
+        column(requests, first, 2),
+        column(requests, first, 3),
+    )
+    b0, b1, b2, b3 = (
+        column(requests, second, 0),
+        column(requests, second, 1),
+        column(requests, second, 2),
+        column(requests, second, 3),
+    )
     wa0, wa1, wa2, wa3 = ra * a0, ra * a1, ra * a2, ra * a3  # A's share of one set
     wb0, wb1, wb2, wb3 = rb * b0, rb * b1, rb * b2, rb * b3
     d0, d1, d2, d3 = wa0 + wb0, wa1 + wb1, wa2 + wb2, wa3 + wb3  # one whole set on one node
@@ -200,8 +208,14 @@ def pair_first_fit(
                 q = p + 1
                 y0, y1, y2, y3 = available[q, 0], available[q, k1], available[q, k2], available[q, k3]
                 carried = False
-                if (want <= few_b and masks[second, q] and y0 >= want * b0 and y1 >= want * b1
-                        and y2 >= want * b2 and y3 >= want * b3):
+                if (
+                    want <= few_b
+                    and masks[second, q]
+                    and y0 >= want * b0
+                    and y1 >= want * b1
+                    and y2 >= want * b2
+                    and y3 >= want * b3
+                ):
                     # All of it on p + 1, whose columns the next step starts from.
                     x0, x1, x2, x3 = y0 - want * b0, y1 - want * b1, y2 - want * b2, y3 - want * b3
                     _store(available, q, k1, k2, k3, x0, x1, x2, x3)
@@ -214,8 +228,22 @@ def pair_first_fit(
                 if left > 0:
                     placed = fb + want - left
                     done = placed // rb
-                    _drop(available, placement, second, p, n_nodes - 1, placed - done * rb,
-                          k1, k2, k3, b0, b1, b2, b3, False)
+                    _drop(
+                        available,
+                        placement,
+                        second,
+                        p,
+                        n_nodes - 1,
+                        placed - done * rb,
+                        k1,
+                        k2,
+                        k3,
+                        b0,
+                        b1,
+                        b2,
+                        b3,
+                        False,
+                    )
                     # Sets after the failing one never happen: their shares of A go back.
                     sub(available, p, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1 - t)
                     placement[first, p] += done * ra
@@ -253,8 +281,9 @@ def pair_first_fit(
                 # on pa, its replicas of B in `available` but not in `placement`.
                 placed = want - left
                 done = placed // rb
-                _drop(available, placement, second, pb, n_nodes - 1, placed - done * rb,
-                      k1, k2, k3, b0, b1, b2, b3, False)
+                _drop(
+                    available, placement, second, pb, n_nodes - 1, placed - done * rb, k1, k2, k3, b0, b1, b2, b3, False
+                )
                 sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, done + 1)
                 placement[first, pa] += done * ra
                 info[0] = second
@@ -281,8 +310,22 @@ def pair_first_fit(
                 work += p - pb + 2
                 if left > 0:
                     done = (want - left) // rb
-                    p = _drop(available, placement, second, pb, min(p, pa - 1), want - left - done * rb,
-                              k1, k2, k3, b0, b1, b2, b3, True)
+                    p = _drop(
+                        available,
+                        placement,
+                        second,
+                        pb,
+                        min(p, pa - 1),
+                        want - left - done * rb,
+                        k1,
+                        k2,
+                        k3,
+                        b0,
+                        b1,
+                        b2,
+                        b3,
+                        True,
+                    )
                     s = done
                 pb = p
                 if s > 0:

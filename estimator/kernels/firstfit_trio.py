@@ -102,16 +102,32 @@ def trio_first_fit(
             c = _nth(i, c0, c1, c2)
             p = rows[i, _POINTER]
             rows[i, _START] = p
-            if (p < n_nodes and masks[c, p]
-                    and holds(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3])):
+            if (
+                p < n_nodes
+                and masks[c, p]
+                and holds(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3])
+            ):
                 sub(available, p, k1, k2, k3, rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3], 1)
                 placement[c, p] += replicas[c]
                 rows[i, _TOOK] = replicas[c]
                 whole += 1
                 continue
-            q, left, took = walk(available, masks, c, p, replicas[c], k1, k2, k3, column(requests, c, 0),
-                                  column(requests, c, 1), column(requests, c, 2), column(requests, c, 3),
-                                 INT64_MAX, placement)
+            q, left, took = walk(
+                available,
+                masks,
+                c,
+                p,
+                replicas[c],
+                k1,
+                k2,
+                k3,
+                column(requests, c, 0),
+                column(requests, c, 1),
+                column(requests, c, 2),
+                column(requests, c, 3),
+                INT64_MAX,
+                placement,
+            )
             rows[i, _POINTER] = q
             rows[i, _TOOK] = took
             work += q - p

@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
 from ._arith import INT64_MAX, capped_quotient, row_fit
+from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
 from ._numba import kernel
 
 
@@ -163,8 +163,14 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
 
 
 @kernel
-def _eligible(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray,
-              nodes: np.ndarray, totals: np.ndarray) -> int:
+def _eligible(
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    nodes: np.ndarray,
+    totals: np.ndarray,
+) -> int:
     """The eligible pool: nodes[:count] = the nodes (in order) where some component with
     replicas fits a replica (mask set, every requested column holds one request); totals[k]
     = sum of available[n, k] over them (saturating). Returns count. Compares only, no

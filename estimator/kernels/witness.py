@@ -6,10 +6,9 @@ import operator
 
 import numpy as np
 
-from ._arrays import amounts, problem, readonly
 from ._arith import INT64_MAX, SMALL
+from ._arrays import amounts, problem, readonly
 from ._numba import kernel
-
 
 
 @kernel

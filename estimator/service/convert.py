@@ -40,14 +40,29 @@ from google.protobuf.message import DecodeError, Message
 from estimator.core import model
 from estimator.core.errors import InvalidRequest
 from estimator.core.labels import is_int64
-from estimator.core.resources import MAX_INT32, PODS, QuantityError, is_counted as _is_counted, quantity_to_int
+from estimator.core.resources import MAX_INT32, PODS, QuantityError, quantity_to_int
+from estimator.core.resources import is_counted as _is_counted
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 
-__all__ = ["LIMITS", "MAX_TEXT", "QUOTE_LIMIT", "Undecodable", "Undecoded", "check_decoded",
-           "component_sets_query", "lenient_decoder", "quoted", "quoted_key", "shown_name", "remembered",
-           "replicas_query", "request_components", "workload_ref"]
+__all__ = [
+    "LIMITS",
+    "MAX_TEXT",
+    "QUOTE_LIMIT",
+    "Undecodable",
+    "Undecoded",
+    "check_decoded",
+    "component_sets_query",
+    "lenient_decoder",
+    "quoted",
+    "quoted_key",
+    "shown_name",
+    "remembered",
+    "replicas_query",
+    "request_components",
+    "workload_ref",
+]
 
 _NANOSECONDS_PER_SECOND = 1e9
 _TOLERATION_OPERATORS = ("", *model.TOLERATION_OPERATORS)  # "" means Equal
@@ -130,8 +145,11 @@ class _Tally:
     def take(self, count: int, path: str) -> None:
         self.left -= count
         if self.left < 0:
-            raise InvalidRequest(path, f"brings the request's selector entries, affinity requirements and values, and "
-                                       f"tolerations past the {LIMITS['claimEntries']} this estimator accepts")
+            raise InvalidRequest(
+                path,
+                f"brings the request's selector entries, affinity requirements and values, and "
+                f"tolerations past the {LIMITS['claimEntries']} this estimator accepts",
+            )
 
 
 def _bounded(value: str, path: str) -> str:
@@ -200,8 +218,12 @@ def replicas_query(req: pb.MaxAvailableReplicasRequest) -> model.ReplicasQuery:
     tally = _Tally()
     if req.HasField("replicaRequirements") and req.replicaRequirements.ListFields():
         requirements = req.replicaRequirements
-        shape = _shape(requirements, "replicaRequirements",
-                       _bounded(requirements.namespace, "replicaRequirements.namespace"), tally)
+        shape = _shape(
+            requirements,
+            "replicaRequirements",
+            _bounded(requirements.namespace, "replicaRequirements.namespace"),
+            tally,
+        )
     return model.ReplicasQuery(shape=shape, assumed=_assumed_workloads(req.assumedWorkloads, tally))
 
 
@@ -272,15 +294,15 @@ def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload], tally: _Tally) -
     return tuple(
         model.AssumedWorkload(
             namespace=workload.namespace,
-            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace,
-                                   tally),
+            components=_components(workload.components, f"assumedWorkloads[{i}].components", workload.namespace, tally),
         )
         for i, workload in enumerate(workloads)
     )
 
 
-def _components(components: Sequence[pb.Component], path: str, namespace: str,
-                tally: _Tally) -> tuple[model.Component, ...]:
+def _components(
+    components: Sequence[pb.Component], path: str, namespace: str, tally: _Tally
+) -> tuple[model.Component, ...]:
     _limit(len(components), "components", path)
     converted = []
     for i, component in enumerate(components):
@@ -328,8 +350,9 @@ def _resource_requests(
             differences = _differences(original, amounts)
             raise InvalidRequest(f"{path}.resourceRequest", f"disagrees with resourceRequestBytes: {differences}")
         amounts = original
-    return tuple((name, amount) for name, amount in (amounts or {}).items()
-                 if amount > 0 and name != PODS and is_counted(name))
+    return tuple(
+        (name, amount) for name, amount in (amounts or {}).items() if amount > 0 and name != PODS and is_counted(name)
+    )
 
 
 def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
@@ -340,8 +363,9 @@ def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
     for name in sorted(entries):
         try:
             if len(name) > MAX_TEXT:  # before the name reaches a cache keyed on it
-                raise _BadQuantity(f"the name is {len(name)} characters long, more than the {MAX_TEXT} "
-                                   f"this estimator accepts")
+                raise _BadQuantity(
+                    f"the name is {len(name)} characters long, more than the {MAX_TEXT} this estimator accepts"
+                )
             amounts[name] = amount_of(name, entries[name])
         except _BadQuantity as bad:  # the field path is only spelled out when it is needed
             raise InvalidRequest(f"{path}[{quoted_key(name)}]", str(bad)) from None
@@ -350,8 +374,11 @@ def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
 
 def _differences(original: dict[str, int], encoded: dict[str, int]) -> str:
     names = sorted(set(original) | set(encoded))
-    shown = [f"{shown_name(name)} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
-             for name in names if original.get(name) != encoded.get(name)]
+    shown = [
+        f"{shown_name(name)} {original.get(name, 'absent')} vs {encoded.get(name, 'absent')}"
+        for name in names
+        if original.get(name) != encoded.get(name)
+    ]
     return "; ".join(shown[:8]) + (f"; ...({len(shown)} differences)" if len(shown) > 8 else "")
 
 
@@ -470,9 +497,7 @@ def _selector_terms(selector: core.NodeSelector, path: str, tally: _Tally) -> tu
                 _limit(len(requirement.values), "values", f"{at}[{j}].values")
                 values += len(requirement.values)
             tally.take(len(requirements) + values, at)
-    return tuple(
-        _term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms)
-    )
+    return tuple(_term(term, f"{path}.nodeSelectorTerms[{i}]") for i, term in enumerate(selector.nodeSelectorTerms))
 
 
 def _term(term: core.NodeSelectorTerm, path: str) -> model.NodeSelectorTerm:
@@ -499,11 +524,13 @@ def _label_requirement(requirement: core.NodeSelectorRequirement, path: str) -> 
             raise InvalidRequest(f"{path}.values", f"operator {operator} takes no values, got {quoted(values)}")
     elif operator in (model.OP_GT, model.OP_LT):
         if len(values) != 1 or not is_int64(values[0]):
-            raise InvalidRequest(f"{path}.values",
-                                 f"operator {operator} needs exactly one integer, got {quoted(values)}")
+            raise InvalidRequest(
+                f"{path}.values", f"operator {operator} needs exactly one integer, got {quoted(values)}"
+            )
     else:
-        raise InvalidRequest(f"{path}.operator",
-                             f"unknown operator {quoted(operator)}, expected one of {_OPERATOR_NAMES}")
+        raise InvalidRequest(
+            f"{path}.operator", f"unknown operator {quoted(operator)}, expected one of {_OPERATOR_NAMES}"
+        )
     return model.NodeSelectorRequirement(key=key, operator=operator, values=values)
 
 
@@ -537,8 +564,9 @@ def _toleration(toleration: core.Toleration, path: str) -> model.Toleration:
     if operator == model.TOLERATION_EXISTS and value:
         raise InvalidRequest(f"{path}.value", f"must be empty when the operator is Exists, got {quoted(value)}")
     if effect not in _TAINT_EFFECTS:
-        raise InvalidRequest(f"{path}.effect",
-                             f"unknown taint effect {quoted(effect)}, expected one of {_EFFECT_NAMES}")
+        raise InvalidRequest(
+            f"{path}.effect", f"unknown taint effect {quoted(effect)}, expected one of {_EFFECT_NAMES}"
+        )
     seconds = toleration.tolerationSeconds if toleration.HasField("tolerationSeconds") else None
     return model.Toleration(key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds)
 

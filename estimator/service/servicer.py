@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import grpc
 
@@ -20,7 +20,8 @@ from estimator.estimate.estimate import Estimator
 from estimator.estimate.framework import FrameworkResult
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2, service_pb2_grpc
-from estimator.service import convert, metrics as m
+from estimator.service import convert
+from estimator.service import metrics as m
 from estimator.service.admission import MemoryBudget, Reservation
 from estimator.service.logsetup import REQUEST_LOGGER, request_line
 
@@ -56,7 +57,7 @@ def _object_of(context: grpc.ServicerContext) -> str:
     """The `object` metadata, cut for the log (it is only ever logged, and with %r)."""
     for key, value in context.invocation_metadata() or ():
         if key == OBJECT_METADATA_KEY:
-            return value if len(value) <= convert.QUOTE_LIMIT else f"{value[:convert.QUOTE_LIMIT]}...({len(value)})"
+            return value if len(value) <= convert.QUOTE_LIMIT else f"{value[: convert.QUOTE_LIMIT]}...({len(value)})"
     return ""
 
 
@@ -145,8 +146,9 @@ def _admitted(behavior, admit: Callable[[], str | None]):
     return run
 
 
-def add_to_server(servicer: "EstimatorServicer", server: grpc.Server,
-                  admit: Callable[[], str | None] | None = None) -> None:
+def add_to_server(
+    servicer: EstimatorServicer, server: grpc.Server, admit: Callable[[], str | None] | None = None
+) -> None:
     """As the generated add_EstimatorServicer_to_server, with lenient request decoding: a body
     that does not decode reaches the servicer and gets INVALID_ARGUMENT, not gRPC's INTERNAL;
     a large body while the budget's large calls are all taken is not decoded at all. With
@@ -160,18 +162,22 @@ def add_to_server(servicer: "EstimatorServicer", server: grpc.Server,
         behavior = getattr(servicer, method.name)
         if admit is None:
             handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                behavior, request_deserializer=decoder, response_serializer=response_type.SerializeToString)
+                behavior, request_deserializer=decoder, response_serializer=response_type.SerializeToString
+            )
         else:
             handlers[method.name] = grpc.stream_unary_rpc_method_handler(
-                _admitted(behavior, admit), request_deserializer=decoder,
-                response_serializer=response_type.SerializeToString)
+                _admitted(behavior, admit),
+                request_deserializer=decoder,
+                response_serializer=response_type.SerializeToString,
+            )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
     server.add_registered_method_handlers(SERVICE.full_name, handlers)
 
 
 class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
-    def __init__(self, cluster_name: str, estimator: Estimator, metrics: m.EstimatorMetrics,
-                 budget: MemoryBudget | None = None):
+    def __init__(
+        self, cluster_name: str, estimator: Estimator, metrics: m.EstimatorMetrics, budget: MemoryBudget | None = None
+    ):
         self.cluster_name = cluster_name
         self.estimator = estimator
         self.metrics = metrics
@@ -179,15 +185,19 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def _check_cluster(self, cluster: str) -> None:
         if cluster != self.cluster_name:
-            raise InvalidRequest("cluster", f"cluster name does not match, got: {convert.shown_name(cluster)}, "
-                                            f"desire: {self.cluster_name}")
+            raise InvalidRequest(
+                "cluster",
+                f"cluster name does not match, got: {convert.shown_name(cluster)}, desire: {self.cluster_name}",
+            )
 
     def _reserve(self, reservation: Reservation, size: int, what: str) -> None:
         if not reservation.grow(size):
             budget = self.budget
-            raise OverBudget(f"request memory budget: {what} needs about {_mib(size)}, {_mib(budget.used)} of "
-                             f"{_mib(budget.total)} are in use, {budget.large_in_flight} of {budget.large_calls} "
-                             f"large calls (--request-memory-budget); try again later")
+            raise OverBudget(
+                f"request memory budget: {what} needs about {_mib(size)}, {_mib(budget.used)} of "
+                f"{_mib(budget.total)} are in use, {budget.large_in_flight} of {budget.large_calls} "
+                f"large calls (--request-memory-budget); try again later"
+            )
 
     def may_decode(self, size: int) -> bool:
         """Whether a body of `size` bytes is worth decoding now: one whose decoding makes a
@@ -202,10 +212,12 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
     def _admit(self, request, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""
         if isinstance(request, convert.Undecoded):
-            raise OverBudget(f"request memory budget: decoding this request needs about "
-                             f"{_mib(request.size * DECODED_BYTES_PER_BYTE)}, a large call, and large calls are "
-                             f"taken ({self.budget.large_in_flight} of {self.budget.large_calls} in flight, and a "
-                             f"pause after each) (--request-memory-budget); try again later")
+            raise OverBudget(
+                f"request memory budget: decoding this request needs about "
+                f"{_mib(request.size * DECODED_BYTES_PER_BYTE)}, a large call, and large calls are "
+                f"taken ({self.budget.large_in_flight} of {self.budget.large_calls} in flight, and a "
+                f"pause after each) (--request-memory-budget); try again later"
+            )
         convert.check_decoded(request)
         self._reserve(reservation, request.ByteSize() * DECODED_BYTES_PER_BYTE, "decoding this request")
 
@@ -246,8 +258,15 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self.metrics.observe_plugins(m.EXTENSION_REPLICAS, outcome.durations)
         self.metrics.observe_request(m.TYPE_MAX_AVAILABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
-            request_line(log, logging.INFO, "MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms", obj, value,
-                         _Reasons(outcome), (time.perf_counter() - started) * 1e3)
+            request_line(
+                log,
+                logging.INFO,
+                "MaxAvailableReplicas object=%r replicas=%d [%s] in %.3fms",
+                obj,
+                value,
+                _Reasons(outcome),
+                (time.perf_counter() - started) * 1e3,
+            )
         return pb.MaxAvailableReplicasResponse(maxReplicas=value)
 
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
@@ -266,15 +285,34 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             reservation.close()
         bound = estimate.bound
         # no durations: a remembered answer, no plugin ran
-        self.metrics.observe_sets_answer(self.estimator.packing, estimate.sets, bound,
-                                         estimate.outcome.durations if estimate.outcome is not None else None, started)
+        self.metrics.observe_sets_answer(
+            self.estimator.packing,
+            estimate.sets,
+            bound,
+            estimate.outcome.durations if estimate.outcome is not None else None,
+            started,
+        )
         if log.isEnabledFor(logging.INFO):
-            request_line(log, logging.INFO, "MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms",
-                         obj, estimate.sets, self.estimator.packing, _Optimality(estimate.sets, bound),
-                         _Reasons(estimate.outcome), (time.perf_counter() - started) * 1e3)
+            request_line(
+                log,
+                logging.INFO,
+                "MaxAvailableComponentSets object=%r sets=%d packing=%s %s [%s] in %.3fms",
+                obj,
+                estimate.sets,
+                self.estimator.packing,
+                _Optimality(estimate.sets, bound),
+                _Reasons(estimate.outcome),
+                (time.perf_counter() - started) * 1e3,
+            )
         if log.isEnabledFor(logging.DEBUG):
-            request_line(log, logging.DEBUG, "MaxAvailableComponentSets object=%r placement of %d sets: %s", obj,
-                         estimate.sets, _Witness(estimate))
+            request_line(
+                log,
+                logging.DEBUG,
+                "MaxAvailableComponentSets object=%r placement of %d sets: %s",
+                obj,
+                estimate.sets,
+                _Witness(estimate),
+            )
         context.set_trailing_metadata(certificate_metadata(estimate.sets, bound))
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
@@ -291,6 +329,12 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             reservation.close()
         self.metrics.observe_request(m.TYPE_GET_UNSCHEDULABLE_REPLICAS, True, started)
         if log.isEnabledFor(logging.INFO):
-            request_line(log, logging.INFO, "GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms", obj,
-                         count, (time.perf_counter() - started) * 1e3)
+            request_line(
+                log,
+                logging.INFO,
+                "GetUnschedulableReplicas object=%r unschedulable=%d in %.3fms",
+                obj,
+                count,
+                (time.perf_counter() - started) * 1e3,
+            )
         return pb.UnschedulableReplicasResponse(unschedulableReplicas=count)

@@ -19,14 +19,20 @@ argument scans over every node again.
 from __future__ import annotations
 
 import weakref
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from estimator import kernels
 from estimator.core.devices import count_once, deduct_shared
 from estimator.core.model import (
-    PACKING_MODES, AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery,
+    PACKING_MODES,
+    AssumedWorkload,
+    Component,
+    ComponentSetsQuery,
+    ReplicaShape,
+    ReplicasQuery,
 )
 from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
@@ -125,8 +131,13 @@ class _Packing:
     """Request-side arrays for a list of components (read-only: shared, see `_packing`);
     `rows`: the (requests, replicas) pair when already built (`_Plan`)."""
 
-    def __init__(self, snapshot: ClusterSnapshot, components: Sequence[Component], index: dict[str, int],
-                 rows: tuple[np.ndarray, np.ndarray] | None = None):
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        components: Sequence[Component],
+        index: dict[str, int],
+        rows: tuple[np.ndarray, np.ndarray] | None = None,
+    ):
         self.requests, self.replicas = rows or _request_arrays(components, index)
         self.masks = _masks(snapshot, components)
 
@@ -137,8 +148,9 @@ def _packing_key(components: Sequence[Component], columns: tuple[str, ...]) -> H
     return HashedKey((columns, tuple((c.shape.requests, c.shape.claim, c.replicas) for c in components)))
 
 
-def _packing(snapshot: ClusterSnapshot, components: Sequence[Component], columns: tuple[str, ...],
-             index: dict[str, int]) -> _Packing:
+def _packing(
+    snapshot: ClusterSnapshot, components: Sequence[Component], columns: tuple[str, ...], index: dict[str, int]
+) -> _Packing:
     """`_Packing` for these components, kept per snapshot by `_packing_key`."""
     return PACKINGS.get(snapshot, _packing_key(components, columns), lambda: _Packing(snapshot, components, index))
 
@@ -162,8 +174,15 @@ class _Plan:
         # The upper bound's key: both modes share it (best mode's bound is first-fit's, the
         # same staged relaxation reached from the same first-fit answer).
         requests, replicas = self.rows
-        self.bound_key = HashedKey(("set bound", self.columns, requests.tobytes(), replicas.tobytes(),
-                                    tuple(c.shape.claim for c in query.components)))
+        self.bound_key = HashedKey(
+            (
+                "set bound",
+                self.columns,
+                requests.tobytes(),
+                replicas.tobytes(),
+                tuple(c.shape.claim for c in query.components),
+            )
+        )
         # Weak references to a snapshot and to its entries for this plan: a plan outlives
         # snapshots and must not keep their arrays alive.
         self._last: tuple = (_cleared_ref, _cleared_ref, _cleared_ref)
@@ -187,9 +206,13 @@ class _Plan:
         return available, packing
 
 
-
-def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: Sequence[AssumedWorkload],
-                    columns: tuple[str, ...], index: dict[str, int]) -> None:
+def _deduct_assumed(
+    snapshot: ClusterSnapshot,
+    available: np.ndarray,
+    assumed: Sequence[AssumedWorkload],
+    columns: tuple[str, ...],
+    index: dict[str, int],
+) -> None:
     """Place each in-flight workload once with first-fit and keep what it consumed.
 
     One that does not fit keeps its partial consumption, as in Go: its pods are probably
@@ -205,8 +228,13 @@ def _deduct_assumed(snapshot: ClusterSnapshot, available: np.ndarray, assumed: S
             deduct_shared(snapshot, columns, before, available)
 
 
-def _available(snapshot: ClusterSnapshot, columns: tuple[str, ...], assumed: Sequence[AssumedWorkload],
-               index: dict[str, int], own: Iterable[ReplicaShape] = ()) -> np.ndarray:
+def _available(
+    snapshot: ClusterSnapshot,
+    columns: tuple[str, ...],
+    assumed: Sequence[AssumedWorkload],
+    index: dict[str, int],
+    own: Iterable[ReplicaShape] = (),
+) -> np.ndarray:
     """What the request may use: the snapshot's columns (read-only, shared), less what the
     in-flight workloads take (then a private array). `own`: the job's own shapes (whose DRA
     names contest devices, devices.count_once)."""
@@ -223,36 +251,52 @@ def _assumed_shapes(assumed: Sequence[AssumedWorkload]) -> list[ReplicaShape]:
     return [c.shape for w in assumed for c in w.components]
 
 
-def _best_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
-                     query: ComponentSetsQuery, key: HashedKey, budget: float | None) -> kernels.Packing:
+def _best_with_bound(
+    snapshot: ClusterSnapshot,
+    available: np.ndarray,
+    arrays: _Packing,
+    query: ComponentSetsQuery,
+    key: HashedKey,
+    budget: float | None,
+) -> kernels.Packing:
     """Best mode, reusing the bound (`key`: `_Plan.bound_key`) worked out for this snapshot
     and shape (either mode), and the size of its eligible pool (best mode's)."""
     if query.assumed:
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
     pool_key = ("eligible pool", key)
-    packing = kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                budget=budget, known_bound=snapshot.peek_derived(key),
-                                known_pool=snapshot.peek_derived(pool_key))
+    packing = kernels.best_sets(
+        available,
+        arrays.requests,
+        arrays.replicas,
+        arrays.masks,
+        MAX_INT32,
+        budget=budget,
+        known_bound=snapshot.peek_derived(key),
+        known_pool=snapshot.peek_derived(pool_key),
+    )
     snapshot.derived(key, lambda: packing.bound)
     if packing.pool >= 0:
         snapshot.derived(pool_key, lambda: packing.pool)
     return packing
 
 
-def _first_fit_with_bound(snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing,
-                          query: ComponentSetsQuery, key: HashedKey) -> kernels.Packing:
+def _first_fit_with_bound(
+    snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing, query: ComponentSetsQuery, key: HashedKey
+) -> kernels.Packing:
     """First-fit's answer, always computed, with its upper bound, worked out once per
     snapshot and request shape: the scheduler asks the same shapes again and again, and the
     bound (a pass over every node) cost as much as a small job's packing. In-flight
     (assumed) workloads change what is available, so those requests are not shared."""
     if query.assumed:
-        return kernels.first_fit_bounded(vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks,
-                                         MAX_INT32)
+        return kernels.first_fit_bounded(
+            vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32
+        )
     before = []
 
     def bound() -> int:
-        return kernels.set_bound(before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32,
-                                 packing.sets, packing.limiting)
+        return kernels.set_bound(
+            before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, packing.sets, packing.limiting
+        )
 
     known = snapshot.peek_derived(key)
     if known is None:
@@ -286,9 +330,13 @@ def kernel_inputs(snapshot: ClusterSnapshot, query: ComponentSetsQuery, vouched:
     for workload in query.assumed:
         if workload.components:
             before = available.copy() if snapshot.dra_served else None
-            kernels.first_fit_sets(available, _request_rows(workload.components, index),
-                                   np.array([c.replicas for c in workload.components], dtype=np.int64),
-                                   np.stack([snapshot.node_mask(c.shape.claim) for c in workload.components]), 1)
+            kernels.first_fit_sets(
+                available,
+                _request_rows(workload.components, index),
+                np.array([c.replicas for c in workload.components], dtype=np.int64),
+                np.stack([snapshot.node_mask(c.shape.claim) for c in workload.components]),
+                1,
+            )
             if before is not None:
                 deduct_shared(snapshot, columns, before, available)
     requests = _request_rows(query.components, index)

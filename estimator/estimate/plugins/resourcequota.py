@@ -19,7 +19,7 @@ Scopes are ANDed, as Kubernetes does (a quota with several applies only when all
 from __future__ import annotations
 
 import functools
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from estimator.core.devices import IMPLICIT_PREFIX
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
@@ -29,8 +29,10 @@ from estimator.core.resources import (
     MAX_INT32,
     MEMORY,
     PODS,
-    is_extended as _is_extended,
     is_hugepages,
+)
+from estimator.core.resources import (
+    is_extended as _is_extended,
 )
 from estimator.core.snapshot import QuotaRecord, ScopeRequirement
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
@@ -62,11 +64,11 @@ def _constrained_name(quota_name: str) -> str | None:
     if quota_name in _POD_COUNT_NAMES:
         return _POD_COUNT_NAMES[quota_name]
     if quota_name.startswith(_LIMITS_PREFIX):
-        name = quota_name[len(_LIMITS_PREFIX):]
+        name = quota_name[len(_LIMITS_PREFIX) :]
         return name if name in _LIMITED else None
     if quota_name.startswith("count/"):
         return None  # object counts other than pods do not bound pods
-    name = quota_name[len(_REQUESTS_PREFIX):] if quota_name.startswith(_REQUESTS_PREFIX) else quota_name
+    name = quota_name[len(_REQUESTS_PREFIX) :] if quota_name.startswith(_REQUESTS_PREFIX) else quota_name
     return name if _quota_counted(name) else None
 
 
@@ -158,8 +160,12 @@ def _aliased(demand: dict[str, int] | None, aliases: Mapping[str, str]) -> dict[
     return out
 
 
-def _admit_in_flight(quotas: Sequence[QuotaRecord], frees: list[dict[str, int]], assumed: list[Component],
-                     aliases: Mapping[str, str] = {}) -> None:
+def _admit_in_flight(
+    quotas: Sequence[QuotaRecord],
+    frees: list[dict[str, int]],
+    assumed: list[Component],
+    aliases: Mapping[str, str] = {},
+) -> None:
     """Take from `frees` (one free_amounts copy per quota) what quota admission would admit of
     the in-flight replicas: one pod at a time, each admitted only while it fits every quota
     that applies to it; a refused pod takes nothing (it never exists). Identical replicas of
@@ -197,8 +203,10 @@ def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | 
     if limiting is None:
         return best, ""
     # The reason names the resource that set the answer; formatted once, not per resource.
-    return best, (f"ResourceQuota {quota.namespace}/{quota.name}: {limiting} free {max(free[limiting], 0)}, "
-                  f"needed {wanted[limiting]} each")
+    return best, (
+        f"ResourceQuota {quota.namespace}/{quota.name}: {limiting} free {max(free[limiting], 0)}, "
+        f"needed {wanted[limiting]} each"
+    )
 
 
 class ResourceQuotaPlugin:
@@ -242,4 +250,3 @@ class ResourceQuotaPlugin:
             lambda quota: _wanted(query.components, quota) if quota.scopes else whole,
             _assumed_in(query.assumed, query.namespace) if query.assumed else [],
         )
-
