@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from estimator.core.errors import NotReady
-from estimator.core.model import ComponentSetsQuery, ReplicaShape, ReplicasQuery, WorkloadRef
+from estimator.core.model import PACKING_MODES, ComponentSetsQuery, ReplicaShape, ReplicasQuery, WorkloadRef
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
 from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE
-from estimator.estimate.plugins.noderesource import PACKING_MODES, NodeResourcePlugin
+from estimator.estimate.plugins.noderesource import NodeResourcePlugin
 from estimator.estimate.plugins.resourcequota import ResourceQuotaPlugin
 from estimator.estimate.querymemo import HashedKey, kept
 from estimator.estimate.requeststate import ANSWERS_PER_SNAPSHOT as ANSWERS_PER_SNAPSHOT  # re-exported
@@ -97,8 +97,8 @@ class _Asked:
 
 
 def default_framework() -> Framework:
-    plugins = [NodeResourcePlugin(), ResourceQuotaPlugin()]
-    return Framework(plugins, plugins)
+    node, quota = NodeResourcePlugin(), ResourceQuotaPlugin()
+    return Framework([node, quota], [node, quota])
 
 
 @dataclass(frozen=True)

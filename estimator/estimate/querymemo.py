@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+_Obj = TypeVar("_Obj")
 
 DEFAULT_SIZE = 256
 
@@ -88,12 +89,15 @@ class IdentityMemo(Generic[T]):
         entry = self._entries.get(id(obj))
         return entry[1] if entry is not None and entry[0]() is obj else None
 
-    def get(self, obj: object, compute: Callable[[object], T] | None = None) -> T:
+    def get(self, obj: _Obj, compute: Callable[[_Obj], T] | None = None) -> T:
         """The value kept for `obj`, else `compute(obj)` (default: the memo's own), kept."""
         entry = self._entries.get(id(obj))
         if entry is not None and entry[0]() is obj:
             return entry[1]
-        value = (compute or self._compute)(obj)
+        compute = compute or self._compute
+        if compute is None:
+            raise TypeError("IdentityMemo.get: no compute given and the memo has none")
+        value = compute(obj)
         if self._admit is not None and not self._admit(value):
             return value
         key, entries = id(obj), self._entries

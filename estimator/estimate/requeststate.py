@@ -163,7 +163,7 @@ class SnapshotTable:
 
     def get(self, snapshot: ClusterSnapshot, key: Hashable, compute: Callable[[], T]) -> T:
         """The value kept for `key` on `snapshot`, else `compute()`, kept."""
-        table = snapshot.derived((__name__, self.name), dict)
+        table: dict[Hashable, Any] = snapshot.derived((__name__, self.name), dict)
         value = table.get(key)
         if value is None:
             value = compute()

@@ -88,7 +88,7 @@ def check_upper(upper: object) -> int:
     if isinstance(upper, bool):
         raise ValueError("upper must be an int, got bool")
     try:
-        value = operator.index(upper)
+        value = operator.index(upper)  # type: ignore[arg-type]  # any object: index()'s TypeError is the check
     except TypeError:
         raise ValueError(f"upper must be an int, got {type(upper).__name__}") from None
     if not 0 <= value <= MAX_UPPER:

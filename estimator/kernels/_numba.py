@@ -22,8 +22,9 @@ import functools
 import hashlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Literal, Protocol, TypeVar, cast, overload
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,10 @@ def default_cache_dir(environ: Mapping[str, str], checkout: Path | None, venv: P
     return os.path.join(home, ".cache", "karmada-estimator", "numba"), "XDG default, ~/.cache"
 
 
-def source_tag(package: Path | str = Path(__file__).resolve().parent) -> str:
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def source_tag(package: Path | str = _PACKAGE) -> str:
     """ "src-" + a hash of the name and bytes of every .py module in the kernels package."""
     digest = hashlib.sha256()
     for path in sorted(Path(package).glob("*.py")):
@@ -83,5 +87,24 @@ def cache_note() -> str:
 
 import numba  # noqa: E402  (must follow the cache-dir default above)
 
-kernel = functools.partial(numba.njit, cache=True, nogil=True, fastmath=False, boundscheck=False)
+_Function = TypeVar("_Function", bound=Callable[..., object])
+
+
+class _Kernel(Protocol):
+    """What `kernel` is to the type checker: a decorator that keeps the function's signature.
+
+    numba's own stubs type `njit(f)` as a `Dispatcher[f]` whose call takes no arguments, and
+    pick the wrong overload through `functools.partial`; a dispatcher is called exactly like
+    the function it compiles, so the kernels and their callers are checked against that.
+    """
+
+    @overload
+    def __call__(self, function: _Function, /) -> _Function: ...
+    @overload
+    def __call__(self, *, inline: Literal["always"], _nrt: bool = ...) -> Callable[[_Function], _Function]: ...
+    @overload
+    def __call__(self, *, _nrt: bool) -> Callable[[_Function], _Function]: ...
+
+
+kernel = cast(_Kernel, functools.partial(numba.njit, cache=True, nogil=True, fastmath=False, boundscheck=False))
 """Decorator for every kernel: `@kernel` (lazy compile; `warmup()` compiles them all)."""

@@ -209,7 +209,7 @@ class Pool(NamedTuple):
     """The nodes a request can use at all (`_eligible`), and the bound their column totals give."""
 
     nodes: np.ndarray  # int64[count]: eligible node indices, ascending
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count (no caller counts)
     whole: bool  # every node is eligible (no compaction needed)
     bound: int  # min(the bound passed in, the column totals' bound)
 

@@ -34,6 +34,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
@@ -45,6 +46,8 @@ from estimator.core.resources import is_counted as _is_counted
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
+
+_M = TypeVar("_M", bound=Message)  # a decoded message is of the type asked for (_decode)
 
 __all__ = [
     "LIMITS",
@@ -281,7 +284,8 @@ def remembered(convert, req: Message):
     encoded = req.SerializeToString(deterministic=True)
     if len(encoded) > _MEMO_MAX_BYTES:
         return convert(req)
-    return _converted(convert, type(req), encoded)
+    # The ignore: a class hashes by identity (type.__hash__); mypy takes Message's `__hash__ = None` for the class's.
+    return _converted(convert, type(req), encoded)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------
@@ -575,7 +579,7 @@ def _toleration(toleration: core.Toleration, path: str) -> model.Toleration:
 # Decoding helpers
 
 
-def _decode(message_type: type[Message], encoded: bytes, path: str) -> Message:
+def _decode(message_type: type[_M], encoded: bytes, path: str) -> _M:
     try:
         return message_type.FromString(encoded)
     except DecodeError:

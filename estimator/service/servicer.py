@@ -56,12 +56,12 @@ _STATUS = {
 def _object_of(context: grpc.ServicerContext) -> str:
     """The `object` metadata, cut for the log (it is only ever logged, and with %r)."""
     for key, value in context.invocation_metadata() or ():
-        if key == OBJECT_METADATA_KEY:
+        if key == OBJECT_METADATA_KEY and isinstance(value, str):  # str: not a -bin key
             return value if len(value) <= convert.QUOTE_LIMIT else f"{value[: convert.QUOTE_LIMIT]}...({len(value)})"
     return ""
 
 
-def _message(error: Exception) -> str:
+def _message(error: Exception | str) -> str:
     """An error's text for the client and the log: one line, at most _MESSAGE_LIMIT characters.
     Values in it are quoted where they were put in; this is the net under them."""
     text = str(error)

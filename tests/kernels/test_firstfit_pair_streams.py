@@ -175,13 +175,14 @@ FAULTS = {
     "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
     "spill: one set of A too many": ("t = 1 + t1", "t = 2 + t1"),
     "spill: B's replicas on p + 1 although it may not use it": (
-        "want <= few_b and masks[second, q] and", "want <= few_b and"),
+        "want <= few_b\n" + _INDENT + "    and masks[second, q]\n", "want <= few_b\n"),
     "spill failing: A's share of the failed set given back": ("done + 1 - t)", "done - t)"),
     "behind failing: A's share of the failed set not kept": ("wa3, done + 1)", "wa3, done)"),
     "behind: skip ignores A's mask": ("not (masks[first, pa] and holds(", "not (holds("),
     "behind: A's share taken for one set only": (_BEHIND_TAKE + "s)", _BEHIND_TAKE + "1)"),
     "ahead: B's fill passes A's node": ("while p < pa:", "while p < n_nodes:"),
-    "ahead: replicas of the incomplete set kept": ("b0, b1, b2, b3, True)", "b0, b1, b2, b3, False)"),
+    "ahead: replicas of the incomplete set kept": (
+        "b3,\n" + _INDENT + "        True,\n", "b3,\n" + _INDENT + "        False,\n"),
     "ahead: B's pointer jumps to A's node": ("pb = p\n" + _INDENT + "if s > 0:", "pb = pa\n" + _INDENT + "if s > 0:"),
     "walk: a want past its bound placed one over the fit": (
         "f = fit(available, p, k1, k2, k3, r0, r1, r2, r3, want)", "f = fit(available, p, k1, k2, k3, r0, r1, r2, r3, want) + 1"),

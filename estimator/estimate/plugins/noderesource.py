@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
 from estimator import kernels
 from estimator.core.devices import count_once, deduct_shared
 from estimator.core.model import (
-    PACKING_MODES,
     AssumedWorkload,
     Component,
     ComponentSetsQuery,
@@ -60,7 +59,7 @@ def _gather(snapshot: ClusterSnapshot, columns: Sequence[str], own: frozenset[st
     sources = [snapshot.column(name) for name in columns]
     if None not in sources:
         # One gather into a new C-contiguous array instead of a strided copy per column.
-        available = np.take(snapshot.available, sources, axis=1)
+        available = np.take(snapshot.available, cast("list[int]", sources), axis=1)
     else:
         available = np.zeros((snapshot.num_nodes, len(columns)), dtype=np.int64)
         for k, name in enumerate(columns):
@@ -271,8 +270,8 @@ def _best_with_bound(
         arrays.masks,
         MAX_INT32,
         budget=budget,
-        known_bound=snapshot.peek_derived(key),
-        known_pool=snapshot.peek_derived(pool_key),
+        known_bound=cast("int | None", snapshot.peek_derived(key)),
+        known_pool=cast("int | None", snapshot.peek_derived(pool_key)),
     )
     snapshot.derived(key, lambda: packing.bound)
     if packing.pool >= 0:
@@ -291,14 +290,14 @@ def _first_fit_with_bound(
         return kernels.first_fit_bounded(
             vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32
         )
-    before = []
+    before: list[np.ndarray] = []
 
     def bound() -> int:
         return kernels.set_bound(
             before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, packing.sets, packing.limiting
         )
 
-    known = snapshot.peek_derived(key)
+    known = cast("int | None", snapshot.peek_derived(key))
     if known is None:
         # first_fit_sets consumes its copy; with no in-flight workloads the bound reads the
         # snapshot's untouched columns.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from estimator.core.devices import IMPLICIT_PREFIX
 from estimator.core.model import AssumedWorkload, Component, ComponentSetsQuery, ReplicaShape, ReplicasQuery
@@ -147,7 +148,11 @@ def _assumed_in(assumed: Sequence[AssumedWorkload], namespace: str) -> list[Comp
     return [c for w in assumed if w.namespace == namespace for c in w.components]
 
 
-def _aliased(demand: dict[str, int] | None, aliases: Mapping[str, str]) -> dict[str, int] | None:
+# A demand, or None (no component falls under the quota): `_aliased` returns what it is given.
+_Demand = TypeVar("_Demand", dict[str, int], None)
+
+
+def _aliased(demand: _Demand, aliases: Mapping[str, str]) -> _Demand:
     """A demand with DRA class names charged as quota admission charges their claims: a device
     of a class asked for by its implicit name counts against `requests.<the class's
     extendedResourceName>`."""
@@ -217,13 +222,16 @@ class ResourceQuotaPlugin:
         if not quotas:
             return PluginResult(MAX_INT32)
         # Free amounts depend only on the snapshot's quotas: worked out once per namespace.
-        free = ctx.snapshot.derived((NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas))
+        free: Sequence[dict[str, int]] = ctx.snapshot.derived(
+            (NAME, namespace), lambda: tuple(free_amounts(q) for q in quotas)
+        )
         aliases = ctx.snapshot.dra_aliases
         if assumed:
-            free = [dict(f) for f in free]
-            _admit_in_flight(quotas, free, assumed, aliases)
+            copies = [dict(f) for f in free]
+            _admit_in_flight(quotas, copies, assumed, aliases)
+            free = copies
         value, reason = MAX_INT32, ""
-        for quota, quota_free in zip(quotas, free):
+        for quota, quota_free in zip(quotas, free, strict=True):  # one free amount per quota
             allowed, why = _allowed(quota, quota_free, _aliased(wanted_for(quota), aliases))
             if allowed < value:
                 value, reason = allowed, why
