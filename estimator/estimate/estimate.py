@@ -28,7 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from estimator.core.errors import NotReady
-from estimator.core.model import PACKING_MODES, ComponentSetsQuery, ReplicaShape, ReplicasQuery, WorkloadRef
+from estimator.core.model import (
+    NO_CLAIM,
+    PACKING_MODES,
+    ComponentSetsQuery,
+    NodeClaim,
+    ReplicaShape,
+    ReplicasQuery,
+    WorkloadRef,
+)
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import DEFAULT_BEST_BUDGET, Code, EstimateContext, Framework, FrameworkResult
 from estimator.estimate.plugins.noderesource import NAME as NODE_RESOURCE
@@ -57,13 +65,8 @@ _STRING_BYTES = 56
 _OBJECT_BYTES = 200
 
 
-def _shape_bytes(shape: ReplicaShape, seen: set) -> int:
-    size = _OBJECT_BYTES + sum(len(name) + _STRING_BYTES for name, _ in shape.requests)
-    claim = shape.claim
-    if id(claim) in seen:  # components of one request often share a claim object
-        return size
-    seen.add(id(claim))
-    size += sum(len(k) + len(v) + 2 * _STRING_BYTES for k, v in claim.node_selector)
+def _claim_bytes(claim: NodeClaim) -> int:
+    size = sum(len(k) + len(v) + 2 * _STRING_BYTES for k, v in claim.node_selector)
     for term in claim.affinity_terms or ():
         for requirement in term.match_expressions + term.match_fields:
             size += _OBJECT_BYTES + len(requirement.key) + len(requirement.values) * _STRING_BYTES
@@ -83,17 +86,36 @@ class _Asked:
     def __init__(self, query):
         self.key = HashedKey((type(query), query))
         components = getattr(query, "components", ())
-        self.names = tuple(c.name for c in components)
-        self.replicas = tuple(c.replicas for c in components)
-        shapes = [c.shape for c in components] if components else [getattr(query, "shape", None) or ReplicaShape()]
-        shapes += [c.shape for workload in query.assumed for c in workload.components]
+        if components:
+            self.names = tuple([c.name for c in components])
+            self.replicas = tuple([c.replicas for c in components])
+            shapes = [c.shape for c in components]
+        else:
+            self.names = self.replicas = ()
+            shapes = [getattr(query, "shape", None) or _NO_SHAPE]
+        for workload in query.assumed:
+            shapes += [c.shape for c in workload.components]
         self.components = len(shapes)
-        self.columns = 1 + len({name for shape in shapes for name, _ in shape.requests})
+        names: set = set()
         seen: set = set()
-        self.bytes = sum(_shape_bytes(shape, seen) for shape in shapes) + sum(map(len, self.names))
+        size = sum(map(len, self.names))
+        for shape in shapes:
+            size += _OBJECT_BYTES
+            for name, _ in shape.requests:
+                names.add(name)
+                size += len(name) + _STRING_BYTES
+            claim = shape.claim
+            if claim is not NO_CLAIM and id(claim) not in seen:  # components often share a claim object
+                seen.add(id(claim))
+                size += _claim_bytes(claim)
+        self.columns = 1 + len(names)
+        self.bytes = size
 
     def kept(self, nodes: int) -> bool:
         return kept(self.components, self.columns, nodes, self.bytes)
+
+
+_NO_SHAPE = ReplicaShape()
 
 
 def default_framework() -> Framework:

@@ -21,14 +21,16 @@ Kept on each snapshot, so gone with it (the next watch event or reload); a query
 keep (querymemo.kept) is estimated on `snapshot.detached()`, so nothing of it stays:
 - `GATHERED` (noderesource): the gathered columns by column names (+ the job's own DRA names
   when in-flight workloads are deducted); 8 entries (N x K int64, a kept query's <= 2^19 cells).
-- `MASKS` (noderesource): stacked node masks by the components' claims; 64 entries (C x N bools).
-- `PACKINGS` (noderesource): request rows, replicas and masks by columns and, per component,
-  (requests, claim, replicas); 64 entries.
+- `MASKS` (noderesource): stacked node masks by the components' claims (hashed once per
+  plan); 64 entries (C x N bools).
+- `PACKINGS` (noderesource): an in-flight workload's request rows, replicas and masks by
+  columns and, per component, (requests, claim, replicas); 64 entries. (A query's own rows
+  are its plan's, its masks `MASKS`'.)
 - `ClusterSnapshot.derived`: the set bound (by `_Plan.bound_key`) and eligible pool size
   (noderesource), the quotas' free amounts (resourcequota, by namespace); 1024 keys, then emptied.
 - `ClusterSnapshot.node_mask`: a mask per claim; 4096 masks and 32 MiB, then emptied.
 - `_Plan._last` (noderesource): per plan, weak references to the newest snapshot it ran on and
-  that snapshot's entries for it; one, replaced by the next snapshot.
+  that snapshot's entries for it (gathered columns, masks); one, replaced by the next snapshot.
 
 Module-level caches that stay where they are (they belong to layers this object cannot reach):
 - `kernels/_arrays.py` `_VOUCHED`: id(array) -> (weakref, role) of arrays vouched for; the
@@ -37,9 +39,10 @@ Module-level caches that stay where they are (they belong to layers this object 
 - `kernels/firstfit.py` `_SCRATCH`: a `threading.local` node mark per thread (8 B per node,
   grown to the largest member, never shrunk); per-thread so workers never share it.
 - `service/convert.py`: `_converted` (request bytes -> query; lru 512 entries of <= 4 KB and
-  <= 64 components), `_decoded_quantity` and `_quantity_texts` (lru 4096 each, keys <= 128 B),
-  `is_counted` (lru 1024 names); never invalidated (pure functions of their keys). The service
-  layer sits above `estimate/`; the conversion memo is what makes a repeated request the same
+  <= 64 components), `_claims` (a node claim's bytes -> the claim and the entries it counts;
+  256 entries of <= 1 KB, oldest first), `_decoded_quantity` and `_quantity_texts` (lru 4096
+  each, keys <= 128 B), `is_counted` (lru 1024 names); never invalidated (pure functions of
+  their keys). The service layer sits above `estimate/`; the conversion memo is what makes a repeated request the same
   query object, the identity the per-query caches above are keyed on.
 - core's pure parse caches on the path (`resources.quantity_to_int` 8192,
   `filters` requirement checks 4096, `resourcequota.is_extended` 1024): lru, never invalidated.
@@ -178,7 +181,7 @@ class SnapshotTable:
 
 # The node-resource plugin's per-snapshot tables. GATHERED: the gathered columns (N x K
 # int64, 400 KB for 5 columns at 10k nodes), read-only; MASKS: stacked node masks (C x N
-# bools) by claims; PACKINGS: request rows, replicas and masks by packing key.
+# bools) by claims; PACKINGS: an in-flight workload's request rows, replicas and masks.
 GATHERED = SnapshotTable("gathered", 8)
 MASKS = SnapshotTable("masks", 64)
 PACKINGS = SnapshotTable("packing", 64)

@@ -8,6 +8,7 @@ component may use (filters already applied).
     sum_fit(available[N,K], request[K], mask[N]) -> int
     first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
     first_fit_bounded(same) -> Packing (first_fit_sets, with .bound from set_bound)
+    first_fit_with_bound(same) -> Packing (first_fit_bounded on a copy: `available` untouched; one call)
     best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound, .pool)
     set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more; staged)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
@@ -25,7 +26,7 @@ import numpy as np
 from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
 from ._numba import cache_note
 from .best import best_sets
-from .firstfit import first_fit_bounded, first_fit_sets
+from .firstfit import first_fit_bounded, first_fit_sets, first_fit_with_bound
 from .fit import set_bound, sum_fit
 from .witness import verify_placement
 
@@ -38,6 +39,7 @@ __all__ = [
     "cache_note",
     "first_fit_bounded",
     "first_fit_sets",
+    "first_fit_with_bound",
     "set_bound",
     "sum_fit",
     "verify_placement",
@@ -66,6 +68,7 @@ def warmup() -> None:
     best_sets(available, requests, replicas, masks, 4, known_bound=packing.bound)  # the fits-only pass
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)
+    first_fit_with_bound(available, requests, replicas, masks, 4)
     # Three components (a Ray-like head, cpu and gpu group): `firstfit_trio`.
     first_fit_sets(
         available.copy(),

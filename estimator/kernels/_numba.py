@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -86,6 +86,8 @@ def cache_note() -> str:
 
 
 import numba  # noqa: E402  (must follow the cache-dir default above)
+from llvmlite import ir  # type: ignore[import-untyped]  # noqa: E402  (numba's own code generator)
+from numba.extending import intrinsic  # noqa: E402
 
 _Function = TypeVar("_Function", bound=Callable[..., object])
 
@@ -108,3 +110,21 @@ class _Kernel(Protocol):
 
 kernel = cast(_Kernel, functools.partial(numba.njit, cache=True, nogil=True, fastmath=False, boundscheck=False))
 """Decorator for every kernel: `@kernel` (lazy compile; `warmup()` compiles them all)."""
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    signature = numba.types.uint64(numba.types.uint64, numba.types.uint64)
+
+    def codegen(context, builder, sig, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return signature, codegen
+
+
+# Called from kernels as mulhi(a, b) (numba passes the typing context itself).
+mulhi = cast("Callable[[Any, Any], Any]", _mulhi)
+"""The high 64 bits of the 128-bit product of two uint64 (one multiply on x86-64 and
+arm64): `_arith.divide`'s division by a divisor known in advance."""

@@ -68,8 +68,8 @@ import numpy as np
 from ._arith import INT64_MAX
 from ._arrays import Packing, problem, readonly
 from ._numba import kernel
-from .firstfit import karmada_first_fit, pack
-from .fit import bounds, compact, component_bound, eligible_pool, full_pass_affordable, node_fits
+from .firstfit import karmada_first_fit, pack, staged_first_fit
+from .fit import bounds, compact, eligible_pool, full_pass_affordable, node_fits
 from .witness import placement_valid
 
 # Node orders (see the module docstring).
@@ -403,9 +403,12 @@ def best_sets(
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
     p = problem(available, requests, replicas, masks, upper, in_place=False)
-    baseline = karmada_first_fit(p.available.copy(), p.requests, p.replicas, p.masks, p.upper)
+    # First-fit on a copy and, for a bound not known, the bound's first stages in the same
+    # call: the limiting component's, then the eligible pool's column totals.
+    baseline, pool = staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper, known_bound is None)
     if baseline.sets >= p.upper:
         return baseline._replace(bound=p.upper)
+    n_comp = p.requests.shape[0]
     if known_bound is not None:
         if not baseline.sets <= known_bound <= p.upper:
             raise ValueError(
@@ -413,28 +416,28 @@ def best_sets(
                 f"{p.upper}, got {known_bound!r}"
             )
         bound = int(known_bound)
-    else:
-        bound = component_bound(p.available, p.requests, p.replicas, p.masks, baseline.limiting, p.upper)
-    if baseline.sets >= bound:
-        return baseline._replace(bound=bound)
-    n_comp = p.requests.shape[0]
-    # What the search would cost at least, and the most it may spend: by the pool, and by
-    # first-fit's work over the whole member, which is at least its work over the pool.
-    most = None if budget is None else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(bound, baseline.sets)
-    if (
-        known_bound is not None
-        and known_pool is not None
-        and most is not None
-        and most < _least_step(n_comp, known_pool)
-    ):
-        return baseline._replace(bound=bound, pool=known_pool)
-    pool = eligible_pool(p.available, p.requests, p.replicas, p.masks, bound)
-    baseline = baseline._replace(pool=pool.count)
-    full = known_bound is None and full_pass_affordable(n_comp, pool.count)
-    if known_bound is None:
-        bound = pool.bound  # the column totals' bound
-        if baseline.sets >= bound or (budget == 0 and not full):
+        if baseline.sets >= bound:
             return baseline._replace(bound=bound)
+        # What the search would cost at least, and the most it may spend: by the pool, and
+        # by first-fit's work over the whole member, which is at least its work over the pool.
+        most = (
+            None
+            if budget is None
+            else budget * max(baseline.work, _MIN_SEARCH_WORK) * room_factor(bound, baseline.sets)
+        )
+        if known_pool is not None and most is not None and most < _least_step(n_comp, known_pool):
+            return baseline._replace(bound=bound, pool=known_pool)
+        pool = eligible_pool(p.available, p.requests, p.replicas, p.masks, bound)
+        baseline = baseline._replace(pool=pool.count)
+        full = False
+    else:
+        bound = baseline.bound  # the limiting component's, or the pool's column totals'
+        if pool is None:  # first-fit reaches the limiting component's bound
+            return baseline
+        baseline = baseline._replace(pool=pool.count)
+        full = full_pass_affordable(n_comp, pool.count)
+        if baseline.sets >= bound or (budget == 0 and not full):
+            return baseline
         most = (
             None
             if budget is None

@@ -45,17 +45,18 @@ import threading
 
 import numpy as np
 
-from ._arith import SMALL, capped_quotient, take
+from ._arith import INT64_MAX, SMALL, capped_quotient, take
 from ._arrays import Packing, problem, readonly
 from ._numba import kernel
 from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
+from .fit import Pool, eligible_scan, masked_fit_sum, pool_bound
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
-_NO_NODE_ORDER = np.zeros((0, 0), dtype=np.int64)
-_NO_LENGTHS = np.zeros(0, dtype=np.int64)
+_NO_NODE_ORDER = readonly(np.zeros((0, 0), dtype=np.int64))
+_NO_LENGTHS = readonly(np.zeros(0, dtype=np.int64))
 
 
 @kernel(inline="always")
@@ -481,6 +482,135 @@ def general_first_fit(available, requests, replicas, masks, upper) -> Packing:
     return pack(available, requests, replicas, masks, order, _NO_NODE_ORDER, _NO_LENGTHS, upper)
 
 
+# The kernel `karmada_first_fit` runs for a problem (`_kernel_for`).
+_GENERAL, _PAIR, _TRIO = 0, 2, 3
+
+
+def _kernel_for(requests, counts: list[int], n_nodes: int) -> tuple[int, int, int, int]:
+    """(which kernel, its components) as `karmada_first_fit` picks: `firstfit_pair`'s,
+    `firstfit_trio`'s, else the general one (-1: no component)."""
+    if n_nodes > 0:
+        pair = pair_components(requests, counts)
+        if pair is not None:
+            return _PAIR, pair[0], pair[1], -1
+        trio = trio_components(requests, counts)
+        if trio is not None:
+            return _TRIO, trio[0], trio[1], trio[2]
+    return _GENERAL, -1, -1, -1
+
+
+@kernel
+def _staged_first_fit(
+    pristine: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    upper: int,
+    which: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    order: np.ndarray,
+    node_order: np.ndarray,
+    lengths: np.ndarray,
+    bound_it: bool,
+    placement: np.ndarray,
+    info: np.ndarray,
+    mark: np.ndarray,
+    rows: np.ndarray,
+    nodes: np.ndarray,
+    totals: np.ndarray,
+) -> int:
+    """`karmada_first_fit` (`which` kernel, on a copy of `pristine`; the general one with
+    `order`, `node_order`, `lengths` as `general_first_fit` passes them) and, with
+    `bound_it`, the first stages of `fit.staged_bound` on `pristine` from its answer, in one
+    call: what a request of a shape not seen before costs, without a return to Python
+    between its passes. info[0], info[1]: first-fit's limiting component and work; info[2]:
+    the limiting component's bound (`fit.first_fit_bound`); info[3]: the eligible pool's
+    node count (`fit.eligible_pool`: nodes[:count], its column totals in `totals`); each -1
+    where its stage did not run (first-fit reached `upper`, or the stage before came down
+    to first-fit's answer). Not for a job whose components all have 0 replicas."""
+    available = pristine.copy()
+    if which == _PAIR:
+        sets = pair_first_fit(available, requests, replicas, masks, c0, c1, upper, placement, info)
+    elif which == _TRIO:
+        sets = trio_first_fit(available, requests, replicas, masks, c0, c1, c2, upper, placement, info, rows)
+    else:
+        sets = _first_fit(
+            available, requests, replicas, masks, order, node_order, lengths, upper, placement, info, mark
+        )
+    info[2] = -1
+    info[3] = -1
+    if not bound_it or sets >= upper:
+        return sets
+    limiting = info[0]
+    if limiting < 0 or replicas[limiting] == 0:
+        bound = upper
+    else:
+        r = replicas[limiting]
+        active = 0
+        for c in range(replicas.shape[0]):
+            if replicas[c] > 0:
+                active += 1
+        if active == 1 and sets + 1 <= INT64_MAX // r:
+            bound = sets  # `fit.first_fit_bound`: one component's first-fit is its own bound
+        else:
+            bound = min(upper, masked_fit_sum(pristine, requests[limiting], masks[limiting]) // r)
+    info[2] = bound
+    if bound > sets:
+        info[3] = eligible_scan(pristine, requests, replicas, masks, nodes, totals)
+    return sets
+
+
+def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool = True) -> tuple[Packing, Pool | None]:
+    """`karmada_first_fit` on a copy of `available` (validated arrays, left untouched), and,
+    with `bound_it`, the staged bound's first stages from its answer (`_staged_first_fit`):
+    the packing carries the bound they reach (-1 without `bound_it`) and the pool, if its
+    stage ran, is returned too. The bound is `fit.staged_bound`'s but for its last stage,
+    the full pass over a small pool, which the caller runs (`fit.full_pass_affordable`)."""
+    counts = replicas.tolist()
+    if not any(counts):
+        # Every set is empty and "fits"; Go would loop to its bound, we answer it directly.
+        return Packing(upper, np.zeros(masks.shape, dtype=np.int64), upper if bound_it else -1), None
+    n_nodes, n_cols = available.shape
+    which, c0, c1, c2 = _kernel_for(requests, counts, n_nodes)
+    order = readonly(np.arange(len(counts), dtype=np.int64)) if which == _GENERAL else _NO_LENGTHS
+    placement = np.zeros(masks.shape, dtype=np.int64)
+    info = np.array([-1, 0, -1, -1], dtype=np.int64)
+    nodes = np.empty(n_nodes if bound_it else 0, dtype=np.int64)
+    totals = np.empty(n_cols, dtype=np.int64)
+    sets = _staged_first_fit(
+        readonly(available),
+        readonly(requests),
+        readonly(replicas),
+        readonly(masks),
+        upper,
+        which,
+        c0,
+        c1,
+        c2,
+        order,
+        _NO_NODE_ORDER,
+        _NO_LENGTHS,
+        bound_it,
+        placement,
+        info,
+        _mark(n_nodes),
+        trio_scratch(),
+        nodes,
+        totals,
+    )
+    limiting, work, bound, count = info.tolist()
+    if not bound_it:
+        return Packing(sets, placement, -1, limiting, work), None
+    if bound < 0:  # first-fit reached upper
+        return Packing(sets, placement, upper, limiting, work), None
+    if count < 0:
+        return Packing(sets, placement, bound, limiting, work), None
+    pool = Pool(nodes[:count], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
+    return Packing(sets, placement, pool.bound, limiting, work), pool
+
+
 def first_fit_sets(available, requests, replicas, masks, upper) -> Packing:
     """Karmada's First-Fit: complete sets placed one after another, exactly as Go does.
 
@@ -500,5 +630,19 @@ def first_fit_bounded(available, requests, replicas, masks, upper) -> Packing:
     p = problem(available, requests, replicas, masks, upper, in_place=True)
     before = readonly(p.available.copy())
     packing = karmada_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
-    bound = staged_bound(before, p.requests, p.replicas, p.masks, p.upper, packing.sets, packing.limiting)
+    bound = staged_bound(
+        before, p.requests, p.replicas, p.masks, p.upper, packing.sets, packing.limiting, first_fit=True
+    )
     return packing._replace(bound=bound)
+
+
+def first_fit_with_bound(available, requests, replicas, masks, upper) -> Packing:
+    """`first_fit_bounded` on a copy: `available` is not consumed (the snapshot's columns),
+    and first-fit with the bound's first stages is one call (`staged_first_fit`)."""
+    from .fit import full_stage  # the Python wrappers may call across modules
+
+    p = problem(available, requests, replicas, masks, upper, in_place=False)
+    packing, pool = staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+    if pool is None or packing.bound <= packing.sets:
+        return packing
+    return packing._replace(bound=full_stage(p.available, p.requests, p.replicas, p.masks, p.upper, pool))

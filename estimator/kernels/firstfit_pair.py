@@ -42,6 +42,10 @@ Up to 4 columns, each a separate local; narrower members repeat their last colum
 request of 0 (always fits, subtracts nothing). The node helpers on such locals and the
 greedy walk are `_nodefit`'s, shared with `firstfit_trio`; the steps on a node's columns
 held in locals (`_fit_in_locals`, `_store`) and the fill's give-back (`_drop`) are this kernel's own.
+The steps divide each node's columns by the same few amounts (a whole set, a share of the
+first component, a request of the second): those divisors become multipliers once per call
+(`_arith.magic`), a multiply and a shift instead of a division (Flink at 10k nodes: 0.18 ms
+instead of 0.20).
 A failed set is taken back out of `placement` from where each walk started and what it
 took there: past its pointer a component never placed anything.
 """
@@ -50,7 +54,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._nodefit import MAX_COLUMNS, column, fit, holds, multiplies, quotient, sub, unplace, walk
+from ._arith import divide, magic
+from ._nodefit import MAX_COLUMNS, column, fit, holds, multiplies, sub, unplace, walk
 from ._numba import kernel
 
 # Replicas and requests this kernel takes: a share (replicas x request) is below 2**62, so
@@ -74,17 +79,29 @@ def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> t
 
 
 @kernel(inline="always", _nrt=False)
-def _fit_in_locals(x0, x1, x2, x3, r0, r1, r2, r3, cap):
-    """`fit` on a node's columns held in locals."""
+def _magics(r0, r1, r2, r3):
+    """`magic` of each of r0..r3 (the kernel's fixed divisors: a share, a request)."""
+    m0, s0 = magic(r0)
+    m1, s1 = magic(r1)
+    m2, s2 = magic(r2)
+    m3, s3 = magic(r3)
+    return m0, s0, m1, s1, m2, s2, m3, s3
+
+
+@kernel(inline="always", _nrt=False)
+def _fit_in_locals(x0, x1, x2, x3, r0, r1, r2, r3, magics, cap):
+    """`fit` on a node's columns held in locals, dividing by multiplication: magics =
+    `_magics(r0, r1, r2, r3)`."""
+    m0, s0, m1, s1, m2, s2, m3, s3 = magics
     f = cap
     if r0 > 0:
-        f = min(f, quotient(x0, r0))
+        f = min(f, divide(x0, r0, m0, s0))
     if r1 > 0:
-        f = min(f, quotient(x1, r1))
+        f = min(f, divide(x1, r1, m1, s1))
     if r2 > 0:
-        f = min(f, quotient(x2, r2))
+        f = min(f, divide(x2, r2, m2, s2))
     if r3 > 0:
-        f = min(f, quotient(x3, r3))
+        f = min(f, divide(x3, r3, m3, s3))
     return f
 
 
@@ -162,6 +179,8 @@ def pair_first_fit(
     wb0, wb1, wb2, wb3 = rb * b0, rb * b1, rb * b2, rb * b3
     d0, d1, d2, d3 = wa0 + wb0, wa1 + wb1, wa2 + wb2, wa3 + wb3  # one whole set on one node
     few_a, few_b = multiplies(a0, a1, a2, a3), multiplies(b0, b1, b2, b3)  # `walk`'s bounds
+    # The node-by-node steps divide by these on every node: multipliers, found once.
+    by_set, by_b, by_share_a = _magics(d0, d1, d2, d3), _magics(b0, b1, b2, b3), _magics(wa0, wa1, wa2, wa3)
     pa = 0
     pb = 0
     sets = 0
@@ -179,7 +198,7 @@ def pair_first_fit(
                 # the compiler reload them between every step.
                 if not carried:
                     x0, x1, x2, x3 = available[p, 0], available[p, k1], available[p, k2], available[p, k3]
-                s = _fit_in_locals(x0, x1, x2, x3, d0, d1, d2, d3, upper - sets)
+                s = _fit_in_locals(x0, x1, x2, x3, d0, d1, d2, d3, by_set, upper - sets)
                 x0, x1, x2, x3 = x0 - s * d0, x1 - s * d1, x2 - s * d2, x3 - s * d3
                 placement[first, p] += s * ra
                 placement[second, p] += s * rb
@@ -197,10 +216,10 @@ def pair_first_fit(
                 # then A's shares that still fit on p are sets with B's replicas from
                 # p + 1 on. Both in one step, t sets in all.
                 x0, x1, x2, x3 = x0 - wa0, x1 - wa1, x2 - wa2, x3 - wa3
-                fb = _fit_in_locals(x0, x1, x2, x3, b0, b1, b2, b3, rb - 1)
+                fb = _fit_in_locals(x0, x1, x2, x3, b0, b1, b2, b3, by_b, rb - 1)
                 x0, x1, x2, x3 = x0 - fb * b0, x1 - fb * b1, x2 - fb * b2, x3 - fb * b3
                 placement[second, p] += fb
-                t1 = _fit_in_locals(x0, x1, x2, x3, wa0, wa1, wa2, wa3, upper - sets - 1)
+                t1 = _fit_in_locals(x0, x1, x2, x3, wa0, wa1, wa2, wa3, by_share_a, upper - sets - 1)
                 x0, x1, x2, x3 = x0 - t1 * wa0, x1 - t1 * wa1, x2 - t1 * wa2, x3 - t1 * wa3
                 _store(available, p, k1, k2, k3, x0, x1, x2, x3)
                 t = 1 + t1

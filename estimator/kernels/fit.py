@@ -162,6 +162,22 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
     return min(upper, int(_sum_fit(available, requests[c], masks[c])) // int(replicas[c]))
 
 
+def first_fit_bound(available, requests, replicas, masks, upper: int, sets: int, limiting: int) -> int:
+    """`component_bound` of first-fit's limiting component, given first-fit's answer on these
+    very arrays (`sets` complete, stopped by `limiting`): where that component is the only
+    one with replicas, no pass over the nodes. First-fit then fills the nodes in order, each
+    to its fit (taking replicas from a node lowers its fit by as many), so the set that
+    fails has placed, with the complete ones, exactly the sum of the fits: sets == that
+    sum // replicas, the bound itself (no saturation: the sum is below (sets + 1) x
+    replicas, checked to fit in int64)."""
+    if limiting >= 0 and sets < upper:
+        counts = replicas.tolist()
+        r = counts[limiting]
+        if r > 0 and (sets + 1) * r <= INT64_MAX and sum(1 for count in counts if count > 0) == 1:
+            return sets
+    return component_bound(available, requests, replicas, masks, limiting, upper)
+
+
 @kernel
 def _eligible(
     available: np.ndarray,
@@ -197,6 +213,11 @@ def _eligible(
     return count
 
 
+# The passes `firstfit.staged_first_fit` runs after first-fit in the same kernel call.
+masked_fit_sum = _sum_fit
+eligible_scan = _eligible
+
+
 @kernel
 def _column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
     """min(bound, over columns k: what the pool has of k // what a set needs of k)."""
@@ -214,6 +235,11 @@ class Pool(NamedTuple):
     bound: int  # min(the bound passed in, the column totals' bound)
 
 
+def pool_bound(totals: np.ndarray, requests, replicas, bound: int) -> int:
+    """min(`bound`, the column totals' bound) for the totals of an eligible pool."""
+    return int(_column_bound(readonly(totals), requests, replicas, bound))
+
+
 def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
     """`_eligible` on validated arrays, with the column-total relaxation (each column's
     supply over the pool // each set's demand) folded into `bound`."""
@@ -221,7 +247,7 @@ def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
     nodes = np.empty(n_nodes, dtype=np.int64)
     totals = np.empty(available.shape[1], dtype=np.int64)
     count = int(_eligible(available, requests, replicas, masks, nodes, totals))
-    return Pool(nodes[:count], count, count == n_nodes, int(_column_bound(readonly(totals), requests, replicas, bound)))
+    return Pool(nodes[:count], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
 
 
 def compact(pool: Pool, available, masks):
@@ -245,22 +271,36 @@ def full_pass_affordable(n_comp: int, pool_count: int) -> bool:
     return n_comp * pool_count * BOUNDS_CELL <= FULL_PASS_WORK
 
 
-def staged_bound(available, requests, replicas, masks, upper: int, reach: int, first: int) -> int:
+def staged_bound(
+    available, requests, replicas, masks, upper: int, reach: int, first: int, first_fit: bool = False
+) -> int:
     """`set_bound` on validated arrays."""
-    bound = component_bound(available, requests, replicas, masks, first, upper)
+    if first_fit:
+        bound = first_fit_bound(available, requests, replicas, masks, upper, reach, first)
+    else:
+        bound = component_bound(available, requests, replicas, masks, first, upper)
     if bound <= reach:
         return bound
     if not replicas.any():
         return upper
     pool = eligible_pool(available, requests, replicas, masks, bound)
-    bound = pool.bound
-    if bound <= reach or not full_pass_affordable(requests.shape[0], pool.count):
-        return bound
+    if pool.bound <= reach:
+        return pool.bound
+    return full_stage(available, requests, replicas, masks, upper, pool)
+
+
+def full_stage(available, requests, replicas, masks, upper: int, pool: Pool) -> int:
+    """The staged bound's last stage after the pool's (whose bound is `pool.bound`): the
+    full pass of `_bounds` over the pool where it is small enough (`full_pass_affordable`)."""
+    if not full_pass_affordable(requests.shape[0], pool.count):
+        return pool.bound
     pool_available, pool_masks = compact(pool, available, masks)
-    return min(bound, bounds(pool_available, requests, replicas, pool_masks, upper)[0])
+    return min(pool.bound, bounds(pool_available, requests, replicas, pool_masks, upper)[0])
 
 
-def set_bound(available, requests, replicas, masks, upper, reach: int = -1, first: int = -1) -> int:
+def set_bound(
+    available, requests, replicas, masks, upper, reach: int = -1, first: int = -1, *, first_fit: bool = False
+) -> int:
     """An upper bound on the complete sets any placement reaches (<= upper).
 
     Cheapest first, stopping as soon as it comes down to `reach` (an answer already shown
@@ -268,11 +308,15 @@ def set_bound(available, requests, replicas, masks, upper, reach: int = -1, firs
     then one pass of compares finding the eligible pool (nodes where some component fits a
     replica) and each column's total over it per set's demand; then, where the pool is
     small enough (`full_pass_affordable`), the full pass of `_bounds` over the pool.
+
+    `first_fit`: the caller promises `reach` and `first` are `first_fit_sets`' sets and
+    limiting component on these very arrays; a job of one component (with replicas) then
+    needs no pass at all (`first_fit_bound`). The bound is the same either way.
     """
     p = problem(available, requests, replicas, masks, upper, in_place=False)
     if not -1 <= first < p.replicas.shape[0]:
         raise ValueError(f"first must be -1 or a component index, got {first}")
-    return staged_bound(p.available, p.requests, p.replicas, p.masks, p.upper, reach, first)
+    return staged_bound(p.available, p.requests, p.replicas, p.masks, p.upper, reach, first, first_fit)
 
 
 def sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:

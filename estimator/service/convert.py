@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -270,9 +271,14 @@ def request_components(req) -> int:
     return count + (len(req.components) if hasattr(req, "components") else 1)
 
 
+# The request whose encoding `_converted` is asked about, per thread: on a miss it converts
+# that decoded message itself instead of decoding the encoding a second time.
+_asked = threading.local()
+
+
 @functools.lru_cache(maxsize=512)
 def _converted(convert, message_type: type[Message], encoded: bytes):
-    return convert(message_type.FromString(encoded))
+    return convert(_asked.request)
 
 
 def remembered(convert, req: Message):
@@ -284,8 +290,13 @@ def remembered(convert, req: Message):
     encoded = req.SerializeToString(deterministic=True)
     if len(encoded) > _MEMO_MAX_BYTES:
         return convert(req)
-    # The ignore: a class hashes by identity (type.__hash__); mypy takes Message's `__hash__ = None` for the class's.
-    return _converted(convert, type(req), encoded)  # type: ignore[arg-type]
+    _asked.request = req  # what `_converted` converts on a miss (this very request, decoded)
+    try:
+        # The ignore: a class hashes by identity (type.__hash__); mypy takes Message's
+        # `__hash__ = None` for the class's.
+        return _converted(convert, type(req), encoded)  # type: ignore[arg-type]
+    finally:
+        _asked.request = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -293,6 +304,8 @@ def remembered(convert, req: Message):
 
 
 def _assumed_workloads(workloads: Sequence[pb.AssumedWorkload], tally: _Tally) -> tuple[model.AssumedWorkload, ...]:
+    if not workloads:
+        return ()
     _limit(len(workloads), "assumedWorkloads", "assumedWorkloads")
     _limit(sum(len(workload.components) for workload in workloads), "assumedComponents", "assumedWorkloads")
     return tuple(
@@ -309,18 +322,23 @@ def _components(
 ) -> tuple[model.Component, ...]:
     _limit(len(components), "components", path)
     converted = []
+    total = 0
+    # Field paths are spelled out only for a message that needs one (a request converts
+    # on every call that is not remembered: a new job).
     for i, component in enumerate(components):
-        at = f"{path}[{i}]"
-        if component.replicas < 0:
-            raise InvalidRequest(f"{at}.replicas", f"must not be negative, got {component.replicas}")
-        _bounded(component.name, f"{at}.name")
+        replicas = component.replicas
+        if replicas < 0:
+            raise InvalidRequest(f"{path}[{i}].replicas", f"must not be negative, got {replicas}")
+        name = component.name
+        if len(name) > MAX_TEXT:
+            _bounded(name, f"{path}[{i}].name")
         if component.HasField("replicaRequirements"):
-            shape = _shape(component.replicaRequirements, f"{at}.replicaRequirements", namespace, tally)
+            shape = _shape(component.replicaRequirements, f"{path}[{i}].replicaRequirements", namespace, tally)
         else:
             shape = model.ReplicaShape(namespace=namespace)
-        converted.append(model.Component(name=component.name, replicas=component.replicas, shape=shape))
+        converted.append(model.Component(name=name, replicas=replicas, shape=shape))
+        total += replicas
     # Replica counts of a set are int32 on the wire and in Go's arithmetic; so is their sum.
-    total = sum(component.replicas for component in converted)
     if total > MAX_INT32:
         raise InvalidRequest(path, f"replicas of one set add up to {total}, more than {MAX_INT32}")
     return tuple(converted)
@@ -332,13 +350,12 @@ def _shape(
     # Both requirement messages share these three fields' names (their numbers differ).
     claim = model.NO_CLAIM
     if requirements.HasField("nodeClaim"):
-        claim = _node_claim(requirements.nodeClaim, f"{path}.nodeClaim", tally)
-    return model.ReplicaShape(
-        requests=_resource_requests(requirements, path),
-        claim=claim,
-        namespace=namespace,
-        priority_class=_bounded(requirements.priorityClassName, f"{path}.priorityClassName"),
-    )
+        claim = _claim(requirements.nodeClaim, path, tally)
+    requests = _resource_requests(requirements, path)
+    priority_class = requirements.priorityClassName
+    if len(priority_class) > MAX_TEXT:
+        _bounded(priority_class, f"{path}.priorityClassName")
+    return model.ReplicaShape(requests=requests, claim=claim, namespace=namespace, priority_class=priority_class)
 
 
 def _resource_requests(
@@ -346,33 +363,52 @@ def _resource_requests(
 ) -> tuple[tuple[str, int], ...]:
     """Counted, positive requests sorted by name, from whichever form the request carries."""
     amounts = None
-    if requirements.resourceRequestBytes:
-        amounts = _amounts(requirements.resourceRequestBytes, f"{path}.resourceRequestBytes", _quantity)
-    if requirements.resourceRequest:
-        original = _amounts(requirements.resourceRequest, f"{path}.resourceRequest", _quantity_message)
+    encoded = requirements.resourceRequestBytes
+    if encoded:
+        amounts = _amounts(encoded, path, "resourceRequestBytes", True)
+    messages = requirements.resourceRequest
+    if messages:
+        original = _amounts(messages, path, "resourceRequest", False)
         if amounts is not None and original != amounts:
             differences = _differences(original, amounts)
             raise InvalidRequest(f"{path}.resourceRequest", f"disagrees with resourceRequestBytes: {differences}")
         amounts = original
+    if not amounts:
+        return ()
     return tuple(
-        (name, amount) for name, amount in (amounts or {}).items() if amount > 0 and name != PODS and is_counted(name)
+        [(name, amount) for name, amount in amounts.items() if amount > 0 and name != PODS and is_counted(name)]
     )
 
 
-def _amounts(entries: Mapping, path: str, amount_of) -> dict[str, int]:
-    """Every entry's amount, by name in sorted order. Every entry is validated, even ones the
-    estimate ignores, as Go fails the whole request when any quantity does not unmarshal."""
-    _limit(len(entries), "resourceRequestBytes", path)
+def _amounts(entries: Mapping, path: str, field: str, encoded: bool) -> dict[str, int]:
+    """Every entry's amount, by name in sorted order: encoded Quantity messages (`encoded`,
+    resourceRequestBytes) or Quantity messages. Every entry is validated, even ones the
+    estimate ignores, as Go fails the whole request when any quantity does not unmarshal.
+    `path`.`field`: the map's field path, spelled out for a message only."""
+    if len(entries) > LIMITS["resourceRequestBytes"]:
+        _limit(len(entries), "resourceRequestBytes", f"{path}.{field}")
     amounts = {}
-    for name in sorted(entries):
+    for name, value in sorted(entries.items()):  # names are unique: values are never compared
         try:
             if len(name) > MAX_TEXT:  # before the name reaches a cache keyed on it
                 raise _BadQuantity(
                     f"the name is {len(name)} characters long, more than the {MAX_TEXT} this estimator accepts"
                 )
-            amounts[name] = amount_of(name, entries[name])
+            # The cached readers inline (`_quantity`, `_quantity_text`): a new job's amounts
+            # miss every cache, and each call layer costs on every entry.
+            if encoded:
+                if len(value) > _CACHED_QUANTITY_BYTES:
+                    amounts[name] = _decode_quantity(name, value)
+                else:
+                    amounts[name] = _decoded_quantity(name, value)
+            else:
+                text = value.string
+                if len(text) > _CACHED_QUANTITY_BYTES:
+                    amounts[name] = _read_quantity_text(name, text)  # refused (too long), and not kept
+                else:
+                    amounts[name] = _quantity_texts(name, text)
         except _BadQuantity as bad:  # the field path is only spelled out when it is needed
-            raise InvalidRequest(f"{path}[{quoted_key(name)}]", str(bad)) from None
+            raise InvalidRequest(f"{path}.{field}[{quoted_key(name)}]", str(bad)) from None
     return amounts
 
 
@@ -396,12 +432,6 @@ class _BadQuantity(ValueError):
 _CACHED_QUANTITY_BYTES = 128
 
 
-def _quantity(name: str, encoded: bytes) -> int:
-    if len(encoded) > _CACHED_QUANTITY_BYTES:
-        return _decode_quantity(name, encoded)
-    return _decoded_quantity(name, encoded)
-
-
 def _decode_quantity(name: str, encoded: bytes) -> int:
     try:
         quantity = k8s_resource.Quantity.FromString(encoded)
@@ -412,10 +442,6 @@ def _decode_quantity(name: str, encoded: bytes) -> int:
 
 # Requests repeat the same few encoded quantities; decode each once.
 _decoded_quantity = functools.lru_cache(maxsize=4096)(_decode_quantity)
-
-
-def _quantity_message(name: str, quantity: k8s_resource.Quantity) -> int:
-    return _quantity_text(name, quantity.string)
 
 
 def _quantity_text(name: str, text: str | bytes) -> int:
@@ -442,6 +468,39 @@ _quantity_texts = functools.lru_cache(maxsize=4096)(_read_quantity_text)
 
 # ---------------------------------------------------------------------------------------
 # Node claims: selector, required affinity, tolerations
+
+
+# Node claims converted before, by their deterministic encoding: a new job (new amounts)
+# usually selects and tolerates as earlier ones did, and converting an affinity and its
+# tolerations costs several times converting the amounts. At most this many claims of at
+# most _CLAIM_MEMO_BYTES each (a few MB with their converted objects), the oldest going
+# first; a claim that fails to convert is not kept (it raises again).
+_CLAIM_MEMO_SIZE = 256
+_CLAIM_MEMO_BYTES = 1024
+_claims: dict[bytes, tuple[model.NodeClaim, int]] = {}
+
+
+def _claim(claim: pb.NodeClaim, path: str, tally: _Tally) -> model.NodeClaim:
+    """`_node_claim` (at `path`.nodeClaim), remembered by the claim's encoding with the
+    entries it takes from the request's tally. A remembered claim the tally can no longer
+    take is converted again, so the refusal names the field it would name otherwise."""
+    encoded = claim.SerializeToString(deterministic=True)
+    kept = len(encoded) <= _CLAIM_MEMO_BYTES
+    if kept:
+        hit = _claims.get(encoded)
+        if hit is not None and hit[1] <= tally.left:
+            tally.left -= hit[1]
+            return hit[0]
+    left = tally.left
+    converted = _node_claim(claim, f"{path}.nodeClaim", tally)
+    if kept:
+        while len(_claims) >= _CLAIM_MEMO_SIZE:
+            try:
+                _claims.pop(next(iter(_claims)), None)
+            except (StopIteration, RuntimeError):  # emptied or changed by another request meanwhile
+                break
+        _claims[encoded] = (converted, left - tally.left)
+    return converted
 
 
 def _node_claim(claim: pb.NodeClaim, path: str, tally: _Tally) -> model.NodeClaim:

@@ -95,11 +95,14 @@ def trim_heap() -> bool:
     return bool(trim(0))
 
 
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
+_M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 # Blocks this large or larger are mapped on their own and unmapped when freed.
 MMAP_THRESHOLD = 1 << 20
 ARENA_MAX = 2
+# Free memory an arena keeps at its top before giving it back to the system.
+TRIM_THRESHOLD = 8 << 20
 
 
 def bound_heap_retention() -> bool:
@@ -110,6 +113,12 @@ def bound_heap_retention() -> bool:
     its calls held (peak 744 MB, 523 MB still held after; with 2 arenas 386 and 325, the
     soak's figures of this shape). A fixed mmap threshold also turns off glibc's raising it
     to each large block freed, so blocks of 1 MB or more are always unmapped when freed.
+    Smaller blocks stay in the heap, and an arena keeps up to TRIM_THRESHOLD free at its
+    top: an estimate's arrays (at 10k nodes a copy of the columns, the placement, a few
+    hundred KB each) are freed at the top after every call, and glibc's default threshold
+    (128 KB) gave them back each time for the next call to fault them in again, about 50
+    page faults a call (0.1 ms at 10k nodes, on the worker that takes every call of a
+    caller, see admission.FairPool). At most 2 x TRIM_THRESHOLD stays mapped for it.
     Call it first thing in the process: glibc fixes its arena count when it first makes a
     second arena."""
     try:
@@ -117,4 +126,8 @@ def bound_heap_retention() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_ARENA_MAX, ARENA_MAX))
+    return (
+        bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+        and bool(mallopt(_M_ARENA_MAX, ARENA_MAX))
+        and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    )

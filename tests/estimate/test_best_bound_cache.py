@@ -73,9 +73,10 @@ def test_best_mode_is_served_the_bound_of_either_mode(monkeypatch):
     seen = []
     real = kernels.best_sets
     monkeypatch.setattr(kernels, "best_sets", lambda *a, **k: seen.append(k.get("known_bound")) or real(*a, **k))
-    bounds_called = []
-    real_set_bound = kernels.set_bound
-    monkeypatch.setattr(kernels, "set_bound", lambda *a, **k: bounds_called.append(1) or real_set_bound(*a, **k))
+    bounds_called = []  # first-fit mode working a bound out (with its answer, in one call)
+    real_bounded = kernels.first_fit_with_bound
+    monkeypatch.setattr(kernels, "first_fit_with_bound",
+                        lambda *a, **k: bounds_called.append(1) or real_bounded(*a, **k))
     plugin, q = NodeResourcePlugin(), query(5)
     snapshot = member(5)
     best = EstimateContext(snapshot, "best")

@@ -52,9 +52,9 @@ def test_answers_and_bounds_match_the_kernels_computed_or_served(seed):
 
 
 def test_the_bound_is_computed_once_per_snapshot_and_shape(monkeypatch):
-    calls = []
-    real = kernels.set_bound
-    monkeypatch.setattr(kernels, "set_bound", lambda *a, **k: calls.append(1) or real(*a, **k))
+    calls = []  # the bound worked out (with first-fit's answer, in one call)
+    real = kernels.first_fit_with_bound
+    monkeypatch.setattr(kernels, "first_fit_with_bound", lambda *a, **k: calls.append(1) or real(*a, **k))
     snapshot, q, other = member(3), query(3), query(4)
     plugin, ctx = NodeResourcePlugin(), EstimateContext(snapshot, "first-fit")
     for _ in range(3):

@@ -129,7 +129,7 @@ def test_hashed_keys_of_equal_queries_are_equal_and_of_different_ones_not():
     assert HashedKey(one) != HashedKey(variant)
     assert HashedKey(one) != one
     plan_a, plan_b = nr._Plan(one), nr._Plan(variant)
-    assert plan_a.packing_key == plan_b.packing_key and plan_a.bound_key == plan_b.bound_key
+    assert plan_a.claims == plan_b.claims and plan_a.bound_key == plan_b.bound_key
 
 
 def test_a_plan_does_not_keep_a_replaced_snapshots_arrays_alive():

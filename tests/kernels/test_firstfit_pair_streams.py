@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from estimator import kernels
-from estimator.kernels import _nodefit, firstfit, firstfit_pair
+from estimator.kernels import _arith, _nodefit, firstfit, firstfit_pair
 from estimator.kernels._arrays import readonly
 from tests.support import naive
 
@@ -128,11 +128,11 @@ def test_a_member_with_hundreds_of_sets_per_node():
 
 
 def _python_kernel(faults: tuple[tuple[str, str], ...] = ()):
-    """`pair_first_fit` run as plain Python from the module's source and its node helpers'
-    (`_nodefit`, pasted in front), with each (old, new) in `faults` replaced (old must occur
-    exactly once)."""
-    source = inspect.getsource(_nodefit) + inspect.getsource(firstfit_pair)
-    source = re.sub(r"^from (__future__|\._nodefit|\._numba) import .*\n", "", source, flags=re.M)
+    """`pair_first_fit` run as plain Python from the module's source and its helpers'
+    (`_arith`, `_nodefit`, pasted in front; `mulhi` in Python), with each (old, new) in
+    `faults` replaced (old must occur exactly once)."""
+    source = inspect.getsource(_arith) + inspect.getsource(_nodefit) + inspect.getsource(firstfit_pair)
+    source = re.sub(r"^from (__future__|\._arith|\._nodefit|\._numba) import .*\n", "", source, flags=re.M)
     for old, new in faults:
         assert source.count(old) == 1, old
         source = source.replace(old, new)
@@ -140,7 +140,10 @@ def _python_kernel(faults: tuple[tuple[str, str], ...] = ()):
     def kernel(fn=None, **_):
         return fn if fn is not None else (lambda f: f)
 
-    space = {"kernel": kernel, "__name__": "pair_python"}
+    def mulhi(a, b):
+        return np.uint64((int(a) * int(b)) >> 64)
+
+    space = {"kernel": kernel, "mulhi": mulhi, "__name__": "pair_python"}
     exec(compile(source, "pair_python", "exec"), space)  # noqa: S102 (the module's own source)
     return space["pair_first_fit"]
 
@@ -161,7 +164,7 @@ def test_the_kernel_source_as_plain_python_matches_the_rescan():
 _INDENT = " " * 16
 _BEHIND_TAKE = "pb = p\n" + _INDENT + "    sub(available, pa, k1, k2, k3, wa0, wa1, wa2, wa3, "
 FAULTS = {
-    "both on one node, too many sets": ("d0, d1, d2, d3, upper - sets)", "d0, d1, d2, d3, upper - sets + 1)"),
+    "both on one node, too many sets": ("by_set, upper - sets)", "by_set, upper - sets + 1)"),
     "both on one node, B's mask ignored": ("and masks[first, pa] and masks[second, pa]:", "and masks[first, pa]:"),
     "both on one node, p's columns not written back before the general steps": (
         "x3 >= wa3):\n" + _INDENT + "    _store(available, p, k1, k2, k3, x0, x1, x2, x3)\n",
@@ -172,7 +175,7 @@ FAULTS = {
     "spill: the next node's step starts from its columns before B's replicas": (
         "x0, x1, x2, x3 = y0 - want * b0, y1 - want * b1, y2 - want * b2, y3 - want * b3\n",
         "x0, x1, x2, x3 = y0, y1, y2, y3\n" + _INDENT + "    sub(available, q, k1, k2, k3, b0, b1, b2, b3, want)\n"),
-    "spill: B takes nothing on p": ("b0, b1, b2, b3, rb - 1)", "b0, b1, b2, b3, 0)"),
+    "spill: B takes nothing on p": ("by_b, rb - 1)", "by_b, 0)"),
     "spill: one set of A too many": ("t = 1 + t1", "t = 2 + t1"),
     "spill: B's replicas on p + 1 although it may not use it": (
         "want <= few_b\n" + _INDENT + "    and masks[second, q]\n", "want <= few_b\n"),

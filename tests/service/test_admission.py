@@ -107,3 +107,18 @@ def test_the_pool_finds_the_connection_of_a_grpc_call():
 
     assert connection_of((print, Event(), "state")) == "ipv4:127.0.0.1:4242"
     assert connection_of(("anything",)) is None
+
+
+def test_a_caller_waiting_for_each_answer_is_served_by_one_worker_and_work_at_once_by_several():
+    pool = FairPool(4, key_of=lambda args: None)
+    try:
+        # One call at a time: the most recently idle worker takes the next (its caches warm).
+        threads = {pool.submit(threading.get_ident).result(timeout=5) for _ in range(20)}
+        assert len(threads) == 1
+        # Work that waits for other work: the idle workers are woken for it, all four at once.
+        together = threading.Barrier(4)
+        running = [pool.submit(lambda: together.wait(timeout=5) is not None and threading.get_ident())
+                   for _ in range(4)]
+        assert len({future.result(timeout=5) for future in running}) == 4
+    finally:
+        pool.shutdown(wait=True)

@@ -112,23 +112,34 @@ def _request_arrays(components: Sequence[Component], index: dict[str, int]) -> t
     return requests, replicas
 
 
-def _masks(snapshot: ClusterSnapshot, components: Sequence[Component]) -> np.ndarray:
+def _claims_key(claims: tuple) -> HashedKey:
+    """The key of a stack of masks: the components' claims, hashed once (a claim is a tree
+    of frozen dataclasses, whose hash Python works out again at every use)."""
+    return HashedKey(claims)
+
+
+def _masks(snapshot: ClusterSnapshot, components: Sequence[Component], key: HashedKey | None = None) -> np.ndarray:
     """The components' node masks stacked (C x N bools), vouched for and read-only, kept per
-    snapshot by the components' claims: a new job whose components select nodes as an
-    earlier one's did (a new shape, the same selectors and tolerations) shares them."""
-    claims = tuple(c.shape.claim for c in components)
+    snapshot by the components' claims (`key`: their `_claims_key`, when the caller has it):
+    a new job whose components select nodes as an earlier one's did (a new shape, the same
+    selectors and tolerations) shares them."""
+    if key is None:
+        key = _claims_key(tuple(c.shape.claim for c in components))
 
     def stack() -> np.ndarray:
-        masks = vouch("masks", np.stack([snapshot.node_mask(claim) for claim in claims]), FLAGS)
+        masks = vouch("masks", np.stack([snapshot.node_mask(c.shape.claim) for c in components]), FLAGS)
         masks.setflags(write=False)
         return masks
 
-    return MASKS.get(snapshot, claims, stack)
+    return MASKS.get(snapshot, key, stack)
 
 
 class _Packing:
     """Request-side arrays for a list of components (read-only: shared, see `_packing`);
-    `rows`: the (requests, replicas) pair when already built (`_Plan`)."""
+    `rows`: the (requests, replicas) pair when already built (`_Plan`); `claims`: the
+    components' `_claims_key`, or `masks` themselves, when known."""
+
+    __slots__ = ("requests", "replicas", "masks", "__weakref__")
 
     def __init__(
         self,
@@ -136,9 +147,11 @@ class _Packing:
         components: Sequence[Component],
         index: dict[str, int],
         rows: tuple[np.ndarray, np.ndarray] | None = None,
+        claims: HashedKey | None = None,
+        masks: np.ndarray | None = None,
     ):
         self.requests, self.replicas = rows or _request_arrays(components, index)
-        self.masks = _masks(snapshot, components)
+        self.masks = _masks(snapshot, components, claims) if masks is None else masks
 
 
 def _packing_key(components: Sequence[Component], columns: tuple[str, ...]) -> HashedKey:
@@ -161,47 +174,46 @@ def _cleared_ref() -> None:
 
 class _Plan:
     """A component-sets request's snapshot-independent part: its columns, request rows and
-    the keys (hashed once) of what is kept per snapshot for its shape."""
+    the keys (hashed once) of what is kept per snapshot for it: the masks by its claims,
+    the bound (and best mode's eligible pool size) by its shape."""
 
-    __slots__ = ("columns", "index", "rows", "packing_key", "bound_key", "_last")
+    __slots__ = ("columns", "index", "rows", "claims", "bound_key", "pool_key", "_last")
 
     def __init__(self, query: ComponentSetsQuery):
-        self.columns = _columns([c.shape for c in query.components] + _assumed_shapes(query.assumed))
+        components = query.components
+        shapes = [c.shape for c in components]
+        if query.assumed:
+            shapes += _assumed_shapes(query.assumed)
+        self.columns = _columns(shapes)
         self.index = {name: k for k, name in enumerate(self.columns)}
-        self.rows = _request_arrays(query.components, self.index)
-        self.packing_key = _packing_key(query.components, self.columns)
+        self.rows = _request_arrays(components, self.index)
+        self.claims = _claims_key(tuple([c.shape.claim for c in components]))
         # The upper bound's key: both modes share it (best mode's bound is first-fit's, the
         # same staged relaxation reached from the same first-fit answer).
         requests, replicas = self.rows
         self.bound_key = HashedKey(
-            (
-                "set bound",
-                self.columns,
-                requests.tobytes(),
-                replicas.tobytes(),
-                tuple(c.shape.claim for c in query.components),
-            )
+            ("set bound", self.columns, requests.tobytes(), replicas.tobytes(), self.claims.value)
         )
-        # Weak references to a snapshot and to its entries for this plan: a plan outlives
-        # snapshots and must not keep their arrays alive.
+        self.pool_key = HashedKey(("eligible pool", self.bound_key))  # best mode's pool size, by the same shape
+        # Weak references to a snapshot and to its entries for this plan (the gathered
+        # columns, the masks): a plan outlives snapshots and must not keep their arrays alive.
         self._last: tuple = (_cleared_ref, _cleared_ref, _cleared_ref)
 
     def packing(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> _Packing:
-        return PACKINGS.get(
-            snapshot, self.packing_key, lambda: _Packing(snapshot, query.components, self.index, self.rows)
-        )
+        """The request arrays on `snapshot`: this plan's rows, the masks kept per snapshot."""
+        return _Packing(snapshot, query.components, self.index, self.rows, self.claims)
 
     def arrays(self, snapshot: ClusterSnapshot, query: ComponentSetsQuery) -> tuple[np.ndarray, _Packing]:
         """(available, request arrays) on `snapshot`: the per-snapshot entries found once
         for the newest snapshot this query was asked on (swapped as one tuple: no lock)."""
         if not query.assumed:
-            ref, pristine, packing = (ref() for ref in self._last)
-            if ref is snapshot and pristine is not None and packing is not None:
-                return pristine, packing
+            ref, pristine, masks = (ref() for ref in self._last)
+            if ref is snapshot and pristine is not None and masks is not None:
+                return pristine, _Packing(snapshot, query.components, self.index, self.rows, masks=masks)
         available = _available(snapshot, self.columns, query.assumed, self.index, [c.shape for c in query.components])
         packing = self.packing(snapshot, query)
         if not query.assumed:
-            self._last = (weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing))
+            self._last = (weakref.ref(snapshot), weakref.ref(available), weakref.ref(packing.masks))
         return available, packing
 
 
@@ -256,13 +268,14 @@ def _best_with_bound(
     arrays: _Packing,
     query: ComponentSetsQuery,
     key: HashedKey,
+    pool_key: HashedKey,
     budget: float | None,
 ) -> kernels.Packing:
     """Best mode, reusing the bound (`key`: `_Plan.bound_key`) worked out for this snapshot
-    and shape (either mode), and the size of its eligible pool (best mode's)."""
+    and shape (either mode), and the size of its eligible pool (best mode's, `pool_key`)."""
     if query.assumed:
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
-    pool_key = ("eligible pool", key)
+    known = cast("int | None", snapshot.peek_derived(key))
     packing = kernels.best_sets(
         available,
         arrays.requests,
@@ -270,10 +283,11 @@ def _best_with_bound(
         arrays.masks,
         MAX_INT32,
         budget=budget,
-        known_bound=cast("int | None", snapshot.peek_derived(key)),
-        known_pool=cast("int | None", snapshot.peek_derived(pool_key)),
+        known_bound=known,
+        known_pool=None if known is None else cast("int | None", snapshot.peek_derived(pool_key)),
     )
-    snapshot.derived(key, lambda: packing.bound)
+    if known is None:
+        snapshot.derived(key, lambda: packing.bound)
     if packing.pool >= 0:
         snapshot.derived(pool_key, lambda: packing.pool)
     return packing
@@ -284,26 +298,22 @@ def _first_fit_with_bound(
 ) -> kernels.Packing:
     """First-fit's answer, always computed, with its upper bound, worked out once per
     snapshot and request shape: the scheduler asks the same shapes again and again, and the
-    bound (a pass over every node) cost as much as a small job's packing. In-flight
+    bound (a pass over every node) cost as much as a small job's packing. A shape not seen
+    on this snapshot gets both in one kernel call (`kernels.first_fit_with_bound`). In-flight
     (assumed) workloads change what is available, so those requests are not shared."""
     if query.assumed:
         return kernels.first_fit_bounded(
             vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32
         )
-    before: list[np.ndarray] = []
-
-    def bound() -> int:
-        return kernels.set_bound(
-            before[0], arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, packing.sets, packing.limiting
-        )
-
     known = cast("int | None", snapshot.peek_derived(key))
-    if known is None:
-        # first_fit_sets consumes its copy; with no in-flight workloads the bound reads the
-        # snapshot's untouched columns.
-        before.append(available)
-    packing = kernels.first_fit_sets(vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
-    return packing._replace(bound=known if known is not None else snapshot.derived(key, bound))
+    if known is not None:
+        packing = kernels.first_fit_sets(
+            vouched_copy(available), arrays.requests, arrays.replicas, arrays.masks, MAX_INT32
+        )
+        return packing._replace(bound=known)
+    # With no in-flight workloads the bound reads the snapshot's untouched columns.
+    packing = kernels.first_fit_with_bound(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    return packing._replace(bound=snapshot.derived(key, lambda: packing.bound))
 
 
 class KernelInputs(NamedTuple):
@@ -370,7 +380,9 @@ class NodeResourcePlugin:
         if ctx.packing == "first-fit":
             packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key)
         else:
-            packing = _best_with_bound(snapshot, available, arrays, query, plan.bound_key, ctx.best_budget)
+            packing = _best_with_bound(
+                snapshot, available, arrays, query, plan.bound_key, plan.pool_key, ctx.best_budget
+            )
         if packing.sets == 0:
             return PluginResult(0, Code.UNSCHEDULABLE, REASON_NO_RESOURCES, detail=packing)
         return PluginResult(packing.sets, detail=packing)

@@ -1,0 +1,84 @@
+"""First-fit's limiting component bound given first-fit's own answer (`fit.first_fit_bound`,
+`set_bound(..., first_fit=True)`): a job of one component skips the pass over the nodes, and
+the bound is the one the pass gives, on random clusters and at int64's edge."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from estimator import kernels
+from estimator.kernels import fit
+from estimator.kernels._arrays import problem
+from tests.kernels.test_properties import clusters
+
+INT64_MAX = 2**63 - 1
+MAX_INT32 = 2**31 - 1
+
+
+@st.composite
+def one_component_jobs(draw):
+    """A cluster whose job has one component with replicas (the others have none)."""
+    available, requests, replicas, masks, upper = draw(clusters(max_nodes=8, max_amount=12))
+    keep = draw(st.integers(0, len(replicas) - 1))
+    replicas = np.zeros_like(replicas)
+    replicas[keep] = draw(st.integers(1, 4))
+    return available, requests, replicas, masks, upper
+
+
+def assert_as_the_pass(available, requests, replicas, masks, upper):
+    first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, upper)
+    p = problem(available, requests, replicas, masks, upper, in_place=False)
+    expected = fit.component_bound(p.available, p.requests, p.replicas, p.masks, first_fit.limiting, p.upper)
+    assert fit.first_fit_bound(p.available, p.requests, p.replicas, p.masks, p.upper, first_fit.sets,
+                               first_fit.limiting) == expected
+    staged = kernels.set_bound(available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting)
+    assert kernels.set_bound(available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting,
+                             first_fit=True) == staged
+    assert kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper).bound == staged
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(one_component_jobs(), clusters()))
+def test_the_bound_from_first_fits_answer_is_the_bound_of_the_pass(case):
+    assert_as_the_pass(*case)
+
+
+def test_a_fit_sum_past_int64_still_takes_the_pass():
+    # 2**62 pod slots on each of 4 nodes, replicas of 2**61: the fits add up past int64,
+    # so the pass (saturating, as before) gives the bound, not first-fit's count.
+    available = np.full((4, 1), 2**62, dtype=np.int64)
+    requests = np.ones((1, 1), dtype=np.int64)
+    replicas = np.array([2**61], dtype=np.int64)
+    masks = np.ones((1, 4), dtype=np.bool_)
+    assert_as_the_pass(available, requests, replicas, masks, MAX_INT32)
+
+
+def test_a_one_component_job_on_a_large_member_skips_the_pass(monkeypatch):
+    rng = np.random.default_rng(7)
+    available = np.column_stack([rng.integers(0, 110, 2000), rng.integers(0, 64_000, 2000)]).astype(np.int64)
+    requests = np.array([[1, 500]], dtype=np.int64)
+    replicas = np.array([3], dtype=np.int64)
+    masks = np.ones((1, 2000), dtype=np.bool_)
+    expected = kernels.set_bound(available, requests, replicas, masks, MAX_INT32, -1, 0)
+    monkeypatch.setattr(fit, "_sum_fit", None)  # any pass would fail
+    first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
+    assert kernels.set_bound(available, requests, replicas, masks, MAX_INT32, first_fit.sets, first_fit.limiting,
+                             first_fit=True) == expected == first_fit.sets
+    assert kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=1.0).bound == expected
+
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(one_component_jobs(), clusters(max_nodes=8, max_amount=12)))
+def test_first_fit_with_its_bound_in_one_call_is_first_fit_bounded(case):
+    """`first_fit_with_bound` (first-fit and the bound's stages in one kernel call, on a
+    copy) answers as `first_fit_bounded` and leaves `available` as it was."""
+    available, requests, replicas, masks, upper = case
+    before = available.copy()
+    one_call = kernels.first_fit_with_bound(available, requests, replicas, masks, upper)
+    bounded = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper)
+    assert (one_call.sets, one_call.placement.tolist(), one_call.bound, one_call.limiting, one_call.work) == (
+        bounded.sets, bounded.placement.tolist(), bounded.bound, bounded.limiting, bounded.work)
+    assert available.tolist() == before.tolist()
