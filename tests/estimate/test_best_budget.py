@@ -9,27 +9,13 @@ from hypothesis import strategies as st
 from estimator import kernels
 from estimator.kernels import best
 from tests.support import naive
+from tests.support.gpuarrays import stranding_gpu_member
 
 MAX_INT32 = 2**31 - 1
 
 
 def _gpu_member(n_nodes: int, seed: int):
-    """GPU nodes first in node order with as many pod slots as free GPUs, then a few cpu-only
-    nodes: first-fit puts the cpu-only launcher on a GPU node and strands a GPU there for
-    every set; best mode can send it to the cpu nodes."""
-    rng = np.random.default_rng(seed)
-    n_gpu = n_nodes * 3 // 4
-    free = rng.integers(1, 5, size=n_gpu)
-    available = np.zeros((n_nodes, 3), dtype=np.int64)  # pods, cpu, gpu
-    available[:n_gpu, 0] = free
-    available[:n_gpu, 1] = free * 4000 + 500
-    available[:n_gpu, 2] = free
-    available[n_gpu:, 0] = 50
-    available[n_gpu:, 1] = 64000
-    requests = np.array([[1, 500, 0], [1, 4000, 1]], dtype=np.int64)
-    replicas = np.array([1, 8], dtype=np.int64)
-    masks = np.ones((2, n_nodes), dtype=np.bool_)
-    return available, requests, replicas, masks
+    return stranding_gpu_member(n_nodes, seed, workers=8)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,6 +14,7 @@ from estimator.kernels import best, fit
 from estimator.kernels._arrays import problem
 from tests.kernels.test_properties import clusters
 from tests.support import naive
+from tests.support.gpuarrays import stranding_gpu_member
 
 MAX_INT32 = 2**31 - 1
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,20 +81,7 @@ def test_a_member_padded_with_unusable_nodes_gets_the_answer_of_its_bare_pool(ca
 
 
 def _gpu_pool(n_nodes: int, seed: int):
-    """GPU nodes, pod slots as many as free GPUs, then a few cpu-only nodes: first-fit's
-    launcher strands GPUs, which the search can win back."""
-    rng = np.random.default_rng(seed)
-    n_gpu = n_nodes * 3 // 4
-    free = rng.integers(1, 5, size=n_gpu)
-    available = np.zeros((n_nodes, 3), dtype=np.int64)  # pods, cpu, gpu
-    available[:n_gpu, 0] = free
-    available[:n_gpu, 1] = free * 4000 + 500
-    available[:n_gpu, 2] = free
-    available[n_gpu:, 0] = 50
-    available[n_gpu:, 1] = 64000
-    requests = np.array([[1, 500, 0], [1, 4000, 1]], dtype=np.int64)
-    replicas = np.array([1, int(rng.integers(2, 9))], dtype=np.int64)
-    return available, requests, replicas, np.ones((2, n_nodes), dtype=np.bool_)
+    return stranding_gpu_member(n_nodes, seed)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
