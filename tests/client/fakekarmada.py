@@ -4,7 +4,7 @@ GET only, JSON only, the paths karmada-place reads: Clusters, PropagationPolicie
 namespace), ClusterPropagationPolicies, one Service by name, ResourceBindings (all
 namespaces). Lists are served `page` items at a time with `continue` tokens, as a real
 apiserver honours `limit`, so the client's paging is exercised. A bearer token is checked
-on every request; HTTPS with a certificate from `Authority` when `tls` is given. Every
+on every request; HTTPS with a certificate from `tests.support.pki.Authority` when `tls` is given. Every
 request path is recorded in `seen`. Also here: a fake gRPC estimator that records what it is
 sent, and a tiny certificate authority.
 """
@@ -12,7 +12,6 @@ sent, and a tiny certificate authority.
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import json
 import ssl
 import tempfile
@@ -23,10 +22,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import grpc
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2_grpc
@@ -229,25 +224,3 @@ def serve_estimator(sets: int) -> tuple[FakeEstimator, grpc.Server, int]:
     return servicer, server, port
 
 
-class Authority:
-    def __init__(self, name: str):
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        self.cert = self._builder(self.name, self.key.public_key()).add_extension(
-            x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(self.key, hashes.SHA256())
-        self.pem = self.cert.public_bytes(serialization.Encoding.PEM)
-
-    def _builder(self, subject, public_key):
-        now = datetime.datetime.now(datetime.timezone.utc)
-        return (x509.CertificateBuilder().subject_name(subject).issuer_name(self.name).public_key(public_key)
-                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-                .not_valid_after(now + datetime.timedelta(days=1)))
-
-    def issue(self, name: str, ips=("127.0.0.1",)) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = self._builder(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]), key.public_key())
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]), critical=False)
-        key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption())
-        return builder.sign(self.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM), key_pem

@@ -3,18 +3,12 @@ failures as -1 with a reason, the `object` metadata, and plaintext / TLS / mutua
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import threading
 from concurrent import futures
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from estimator.core.model import ComponentSetsQuery
 from estimator.pb import estimator_pb2 as pb
@@ -23,6 +17,7 @@ from scheduler_client.accurate import ClientTLS, Endpoint, ask_all, ask_componen
 from scheduler_client.cli import main
 from scheduler_client.launch import free_port
 from scheduler_client.sources import load_job
+from tests.support.pki import Authority
 from tests.support.servers import DEMO, start_server
 
 MEMBERS = ("member-a", "member-b", "member-c")
@@ -128,32 +123,6 @@ def test_karmadas_service_naming():
 # --- TLS ----------------------------------------------------------------------------------
 
 
-def _key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-class Authority:
-    def __init__(self, name: str):
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        self.cert = self._builder(self.name, self.key.public_key()).add_extension(
-            x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(self.key, hashes.SHA256())
-        self.pem = self.cert.public_bytes(serialization.Encoding.PEM)
-
-    def _builder(self, subject, public_key):
-        now = datetime.datetime.now(datetime.timezone.utc)
-        return (x509.CertificateBuilder().subject_name(subject).issuer_name(self.name).public_key(public_key)
-                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-                .not_valid_after(now + datetime.timedelta(days=1)))
-
-    def issue(self, name: str, dns=(), ips=()) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = self._builder(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]), key.public_key())
-        alt = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-        if alt:
-            builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        return builder.sign(self.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 @pytest.fixture(scope="module")

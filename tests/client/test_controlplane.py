@@ -22,6 +22,7 @@ from scheduler_client.launch import free_port
 from scheduler_client.karmada.policy import matching_policy, parse_placement, parse_policy
 from tests.client import fakekarmada as fk
 from tests.client.test_placement import ONE_MEMBER, pytorch
+from tests.support.pki import Authority
 
 KIND = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}
 JOB = fk.pytorchjob("train", "ml", labels={"team": "vision"})
@@ -314,8 +315,8 @@ def test_a_cluster_the_control_plane_serves_that_cannot_be_read_is_named(plane, 
 
 @pytest.fixture(scope="module")
 def https_plane(tmp_path_factory):
-    ca = fk.Authority("karmada-ca")
-    karmada = fk.FakeKarmada(tls=ca.issue("karmada-apiserver"))
+    ca = Authority("karmada-ca")
+    karmada = fk.FakeKarmada(tls=ca.issue("karmada-apiserver", ips=("127.0.0.1",)))
     karmada.add(fk.cluster("member-a"), fk.policy("vision", "ml", {**KIND}))
     yield karmada, ca
     karmada.stop()
@@ -333,7 +334,7 @@ def test_https_with_another_authority_is_not_trusted(https_plane, tmp_path, caps
     karmada, _ = https_plane
     (tmp_path / "job.json").write_text(json.dumps(JOB))
     code = cli.main(["--job", str(tmp_path / "job.json"), "--karmada-kubeconfig",
-                     str(karmada.kubeconfig(tmp_path, ca_pem=fk.Authority("other").pem))])
+                     str(karmada.kubeconfig(tmp_path, ca_pem=Authority("other").pem))])
     err = capsys.readouterr().err
     assert code == cli.EXIT_UNREACHABLE and "certificate is not trusted" in err
 
