@@ -14,7 +14,8 @@ Two guards, both refusing with RESOURCE_EXHAUSTED at once rather than queueing:
 - `MemoryBudget` is the memory a call may reserve before it spends it: its request's
   decoded size first, then what its estimate may hold at its peak (Estimator.working_bytes).
   A call that does not fit is refused before the memory is spent. Large calls (more than
-  1/64 of the budget each) may fill only 3/4 of it, only `LARGE_CALLS` of them run at once,
+  1/64 of the budget each, and more than an ordinary call needs on this member: see
+  `Reservation`) may fill only 3/4 of it, only `LARGE_CALLS` of them run at once,
   and after one that others had to be turned away for, the next waits `LARGE_PAUSE` times as
   long as it took: a flood of large calls leaves room, workers and interpreter time (decoding
   and refusing a 4 MB request is Python work that holds the GIL for milliseconds) to the
@@ -263,18 +264,23 @@ class MemoryBudget:
 
 class Reservation:
     """One call's share of a MemoryBudget, grown as the call learns its size; `close()`
-    gives it all back (call it in a finally)."""
+    gives it all back (call it in a finally). The call becomes large above the budget's
+    `large` or `ordinary`, whichever is more: `ordinary` is what a call the server must
+    always take in turn needs (a job of a few components on this member), which on a large
+    member is more than 1/64 of the budget. Were such calls large, a scheduler's own
+    concurrent calls would contend for the one large place and be refused."""
 
-    __slots__ = ("budget", "held", "large", "large_since")
+    __slots__ = ("budget", "held", "large", "large_since", "large_above")
 
-    def __init__(self, budget: MemoryBudget):
+    def __init__(self, budget: MemoryBudget, ordinary: int = 0):
         self.budget = budget
         self.held = 0
         self.large = False
         self.large_since = 0.0
+        self.large_above = max(budget.large, ordinary)
 
     def grow(self, size: int) -> bool:
-        becomes_large = not self.large and self.held + size > self.budget.large
+        becomes_large = not self.large and self.held + size > self.large_above
         if not self.budget.reserve(size, self.large or becomes_large, becomes_large):
             return False
         self.held += size

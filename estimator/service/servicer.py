@@ -34,6 +34,10 @@ SERVICE = service_pb2.DESCRIPTOR.services_by_name["Estimator"]
 # Decoding a request and converting it holds up to ~15x its encoded size (measured: many
 # short strings in an affinity); reserved before either happens.
 DECODED_BYTES_PER_BYTE = 16
+# A call no larger than a job of this many components and columns on the member is never a
+# large one (service.admission.Reservation), however many nodes the member has.
+ORDINARY_COMPONENTS = 8
+ORDINARY_COLUMNS = 8
 # Longest error message sent back (and logged): every client value in it is already cut to
 # convert.QUOTE_LIMIT characters, this bounds how many there are. gRPC puts the message in
 # the response's trailing metadata, whose limit a longer one could outgrow.
@@ -190,6 +194,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
                 f"cluster name does not match, got: {convert.shown_name(cluster)}, desire: {self.cluster_name}",
             )
 
+    def _reservation(self) -> Reservation:
+        return Reservation(self.budget, self.estimator.bytes_for(ORDINARY_COMPONENTS, ORDINARY_COLUMNS))
+
     def _reserve(self, reservation: Reservation, size: int, what: str) -> None:
         if not reservation.grow(size):
             budget = self.budget
@@ -242,7 +249,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = Reservation(self.budget)
+        reservation = self._reservation()
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)
@@ -271,7 +278,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = Reservation(self.budget)
+        reservation = self._reservation()
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)
@@ -318,7 +325,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = Reservation(self.budget)
+        reservation = self._reservation()
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)

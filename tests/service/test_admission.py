@@ -60,6 +60,19 @@ def test_after_a_large_call_others_were_turned_away_for_the_next_waits_three_tim
     assert budget.large_open() and Reservation(budget).grow(2 * MB)
 
 
+def test_a_call_no_larger_than_an_ordinary_one_on_its_member_is_never_large():
+    budget = MemoryBudget(64 * MB)  # 1/64: 1 MiB
+    taken = Reservation(budget)
+    assert taken.grow(2 * MB) and budget.large_in_flight == 1  # the one large place is taken
+    ordinary = [Reservation(budget, ordinary=10 * MB) for _ in range(3)]
+    assert all(call.grow(9 * MB) for call in ordinary), "ordinary on this member: not large, not refused"
+    assert budget.large_in_flight == 1
+    assert not Reservation(budget, ordinary=10 * MB).grow(11 * MB), "beyond ordinary it is large again"
+    for call in [taken, *ordinary]:
+        call.close()
+    assert budget.used == 0 and budget.large_in_flight == 0
+
+
 def test_no_budget_refuses_nothing():
     budget = MemoryBudget(0)
     assert Reservation(budget).grow(10**12)

@@ -239,6 +239,24 @@ def test_calls_over_the_memory_budget_are_refused_before_spending_it_and_health_
         server.stop(0)
 
 
+def test_concurrent_ordinary_calls_are_never_refused_when_each_needs_more_than_a_64th_of_the_budget():
+    # Each estimate here reserves ~260 KB, twice 1/64 of this budget, as a one-component job
+    # does on a 50k-node member under the default budget. They are not large calls: none
+    # contends for the large place, none is turned away, and a lone call after them is served.
+    server = start_server(CLUSTER, request_memory_bytes=8 * 2**20, parallelism=8)
+    client = stub(server)
+    try:
+        assert server.estimator.bytes_for(1, 2) > server.budget.large
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(lambda _: code_of(lambda: client.MaxAvailableComponentSets(GPU_SETS, timeout=30)),
+                                  range(200)))
+        assert codes.count(grpc.StatusCode.OK) == len(codes), set(codes)
+        assert client.MaxAvailableComponentSets(GPU_SETS, timeout=10).maxSets == GPU_ANSWER
+        assert server.budget.used == 0 and server.budget.large_in_flight == 0
+    finally:
+        server.stop(0)
+
+
 def code_of(call) -> grpc.StatusCode:
     try:
         call()
