@@ -18,11 +18,12 @@ ends in the current tag (inherited by a child process) is used as it is.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
@@ -128,3 +129,28 @@ def _mulhi(typingctx, a, b):
 mulhi = cast("Callable[[Any, Any], Any]", _mulhi)
 """The high 64 bits of the 128-bit product of two uint64 (one multiply on x86-64 and
 arm64): `_arith.divide`'s division by a divisor known in advance."""
+
+
+@contextlib.contextmanager
+def loading_from_cache_only() -> Iterator[None]:
+    """While it lasts, a kernel found in numba's cache is loaded without first loading every
+    implementation numba has (numba refreshes its target context before each cache load: 89
+    more modules, typed lists, dicts, sets, random, linear algebra, and their registries,
+    about 12 MB that a server running cached kernels never uses). Loading needs only the
+    runtime the compiled code calls (NRT), initialised here. A kernel not in the cache is
+    compiled as always: numba's compiler refreshes the context itself."""
+    from numba.core import caching
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(cpu_target.target_context)
+    refreshing = caching.Cache.load_overload
+
+    def load(cache, sig, target_context):
+        return cache._load_overload(sig, target_context)
+
+    caching.Cache.load_overload = load
+    try:
+        yield
+    finally:
+        caching.Cache.load_overload = refreshing

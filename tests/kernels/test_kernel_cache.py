@@ -102,3 +102,30 @@ def test_without_numba_cache_dir_kernels_compile_into_xdg_cache_home_and_help_sa
     assert any(name.endswith(".nbc") for name in written), written
     assert not (tmp_path / "home").exists()
     assert f"cached in {cache}" in " ".join(done.stdout.split())
+
+
+def test_cached_kernels_load_without_numbas_other_implementations_and_compiling_still_works():
+    """A real process starting from a warm cache: the warm-up loads every kernel without the
+    implementations numba would load for compiling (its linear algebra, typed containers,
+    random), the kernels answer, and a function compiled afterwards still compiles."""
+    script = textwrap.dedent("""\
+        import sys
+        import numpy as np
+        from estimator import kernels
+        kernels.warmup()
+        print(sorted(m for m in ("numba.np.linalg", "numba.typed.typeddict", "numba.np.random.generator_core")
+                     if m in sys.modules))
+        available = np.array([[4, 8], [2, 8]], dtype=np.int64)
+        print(int(kernels.sum_fit(available, np.array([1, 3], dtype=np.int64), np.ones(2, dtype=np.bool_))))
+        import numba
+
+        @numba.njit
+        def total(a):
+            return np.sqrt(np.sum(a * a)) + len(sorted(list(a)))
+
+        print(round(total(np.array([3, 4], dtype=np.int64)), 3))
+        """)
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=600)
+            for _ in range(2)]  # the first may compile the kernels (a cold cache); the second loads them
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert runs[1].stdout.split("\n")[:3] == ["[]", "4", "7.0"], runs[1].stdout
