@@ -149,8 +149,8 @@ def loading_from_cache_only() -> Iterator[None]:
     def load(cache, sig, target_context):
         return cache._load_overload(sig, target_context)
 
-    caching.Cache.load_overload = load
+    caching.Cache.load_overload = load  # type: ignore[method-assign]  # for the warm-up only
     try:
         yield
     finally:
-        caching.Cache.load_overload = refreshing
+        caching.Cache.load_overload = refreshing  # type: ignore[method-assign]
