@@ -51,7 +51,7 @@ from ._numba import kernel
 from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
-from .fit import Pool, eligible_scan, masked_fit_sum, pool_bound
+from .fit import Pool, fit_sum_and_pool, pool_bound
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
@@ -544,21 +544,24 @@ def _staged_first_fit(
     if not bound_it or sets >= upper:
         return sets
     limiting = info[0]
-    if limiting < 0 or replicas[limiting] == 0:
-        bound = upper
-    else:
+    if limiting >= 0 and replicas[limiting] > 0:
         r = replicas[limiting]
         active = 0
         for c in range(replicas.shape[0]):
             if replicas[c] > 0:
                 active += 1
         if active == 1 and sets + 1 <= INT64_MAX // r:
-            bound = sets  # `fit.first_fit_bound`: one component's first-fit is its own bound
-        else:
-            bound = min(upper, masked_fit_sum(pristine, requests[limiting], masks[limiting]) // r)
+            info[2] = sets  # `fit.first_fit_bound`: one component's first-fit is its own bound
+            return sets
+    else:
+        limiting = -1  # no component's bound: upper, and the pool
+    # The limiting component's fits and the eligible pool in one pass; the pool is used
+    # only if the bound stays above first-fit's answer.
+    fits, count = fit_sum_and_pool(pristine, requests, replicas, masks, limiting, nodes, totals)
+    bound = upper if limiting < 0 else min(upper, fits // replicas[limiting])
     info[2] = bound
     if bound > sets:
-        info[3] = eligible_scan(pristine, requests, replicas, masks, nodes, totals)
+        info[3] = count
     return sets
 
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._arith import INT64_MAX, capped_quotient, row_fit
+from ._arith import INT64_MAX, capped_quotient, divide, magic, row_fit
 from ._arrays import amounts, check_available, check_request_rows, flags, problem, readonly
 from ._numba import kernel
 
@@ -26,12 +26,39 @@ def _masked_fit(available: np.ndarray, n: int, requests: np.ndarray, masks: np.n
     return _node_fit(available, n, requests[c]) if masks[c, n] else 0
 
 
+@kernel(inline="always")
+def _magics(request: np.ndarray) -> tuple:
+    """`magic` of every amount of `request` (one pass divides every node by the same ones)."""
+    multipliers = np.empty(request.shape[0], dtype=np.uint64)
+    shifts = np.empty(request.shape[0], dtype=np.uint64)
+    for k in range(request.shape[0]):
+        multipliers[k], shifts[k] = magic(request[k])
+    return multipliers, shifts
+
+
+@kernel(inline="always")
+def _fit_dividing_by_magic(available: np.ndarray, n: int, request: np.ndarray, multipliers, shifts) -> int:
+    """`_node_fit` with every division a multiply (`_magics(request)`): a pass over every
+    node divides each by the same amounts."""
+    f = INT64_MAX
+    for j in range(available.shape[1]):
+        k = available.shape[1] - 1 - j  # last column first, as `row_fit`
+        r = request[k]
+        if r > 0:
+            a = available[n, k]
+            if a < r:
+                return 0
+            f = min(f, divide(a, r, multipliers[k], shifts[k]))
+    return f
+
+
 @kernel
 def _sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:
+    multipliers, shifts = _magics(request)
     total = 0
     for n in range(available.shape[0]):
         if mask[n]:
-            f = _node_fit(available, n, request)
+            f = _fit_dividing_by_magic(available, n, request, multipliers, shifts)
             if f > INT64_MAX - total:
                 return INT64_MAX
             total += f
@@ -213,9 +240,57 @@ def _eligible(
     return count
 
 
+@kernel
+def _fit_sum_and_pool(
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    c: int,
+    nodes: np.ndarray,
+    totals: np.ndarray,
+) -> tuple:
+    """(`_sum_fit` of component c, `_eligible`'s count, its nodes and totals written) in one
+    pass over the nodes: the bound's two first stages read each node once, and a node where
+    c fits is in the pool without comparing the others. c = -1: the pool only (sum 0)."""
+    n_comp, n_cols = requests.shape
+    request = requests[max(c, 0)]  # one view: a slice per node would count references each time
+    multipliers, shifts = _magics(request)
+    own = c >= 0 and replicas[c] > 0
+    total = 0
+    saturated = False
+    count = 0
+    totals[:] = 0
+    for n in range(available.shape[0]):
+        usable = False
+        if own and masks[c, n]:
+            f = _fit_dividing_by_magic(available, n, request, multipliers, shifts)
+            if f > INT64_MAX - total:
+                saturated = True
+            else:
+                total += f
+            usable = f > 0
+        if not usable:
+            for other in range(n_comp):
+                if other != c and replicas[other] > 0 and masks[other, n]:
+                    fits = True
+                    for k in range(n_cols):
+                        if available[n, k] < requests[other, k]:
+                            fits = False
+                            break
+                    if fits:
+                        usable = True
+                        break
+        if usable:
+            nodes[count] = n
+            count += 1
+            for k in range(n_cols):
+                totals[k] = _add(totals[k], available[n, k])
+    return (INT64_MAX if saturated else total), count
+
+
 # The passes `firstfit.staged_first_fit` runs after first-fit in the same kernel call.
-masked_fit_sum = _sum_fit
-eligible_scan = _eligible
+fit_sum_and_pool = _fit_sum_and_pool
 
 
 @kernel

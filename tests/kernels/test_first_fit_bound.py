@@ -82,3 +82,35 @@ def test_first_fit_with_its_bound_in_one_call_is_first_fit_bounded(case):
     assert (one_call.sets, one_call.placement.tolist(), one_call.bound, one_call.limiting, one_call.work) == (
         bounded.sets, bounded.placement.tolist(), bounded.bound, bounded.limiting, bounded.work)
     assert available.tolist() == before.tolist()
+
+
+def _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c):
+    """What the staged passes mean, in plain Python: the sum over c's nodes of min(a // r)
+    (saturating at int64), and the nodes where some component with replicas fits one."""
+    total = 0
+    for n, row in enumerate(available.tolist()):
+        if c >= 0 and masks[c, n]:
+            total += min([a // r for a, r in zip(row, requests[c].tolist()) if r > 0], default=INT64_MAX)
+    pool = [n for n, row in enumerate(available.tolist())
+            if any(replicas[x] > 0 and masks[x, n] and all(a >= r for a, r in zip(row, requests[x].tolist()))
+                   for x in range(len(replicas)))]
+    totals = [min(sum(int(available[n, k]) for n in pool), INT64_MAX) for k in range(available.shape[1])]
+    return min(total, INT64_MAX), pool, totals
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.integers(-1, 3), st.booleans())
+def test_the_one_pass_fit_sum_and_pool_is_what_they_mean(case, c, huge):
+    available, requests, replicas, masks, _ = case
+    if huge:  # near int64's edge: the divisions by multiplication and the saturation
+        available = np.minimum(available, 31) * 2**58
+    c = min(c, len(replicas) - 1)
+    p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
+    nodes = np.empty(available.shape[0], dtype=np.int64)
+    totals = np.empty(available.shape[1], dtype=np.int64)
+    total, count = fit.fit_sum_and_pool(p.available, p.requests, p.replicas, p.masks, c, nodes, totals)
+    want_total, want_pool, want_totals = _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c)
+    if c >= 0 and replicas[c] > 0:
+        assert total == want_total
+    assert nodes[:count].tolist() == want_pool
+    assert totals.tolist() == want_totals
