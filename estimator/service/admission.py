@@ -265,19 +265,25 @@ class MemoryBudget:
 class Reservation:
     """One call's share of a MemoryBudget, grown as the call learns its size; `close()`
     gives it all back (call it in a finally). The call becomes large above the budget's
-    `large` or `ordinary`, whichever is more: `ordinary` is what a call the server must
-    always take in turn needs (a job of a few components on this member), which on a large
-    member is more than 1/64 of the budget. Were such calls large, a scheduler's own
-    concurrent calls would contend for the one large place and be refused."""
+    `large`, and, once `allow_ordinary` has raised it, above what an ordinary call needs."""
 
     __slots__ = ("budget", "held", "large", "large_since", "large_above")
 
-    def __init__(self, budget: MemoryBudget, ordinary: int = 0):
+    def __init__(self, budget: MemoryBudget):
         self.budget = budget
         self.held = 0
         self.large = False
         self.large_since = 0.0
-        self.large_above = max(budget.large, ordinary)
+        self.large_above = budget.large
+
+    def allow_ordinary(self, ordinary: int) -> None:
+        """From now on the call is large only above what it holds now (its decoded request,
+        reserved first: not member-sized) plus `ordinary` too: what the estimate of a call
+        the server must always take in turn needs (a job of a few components on this
+        member), which on a large member is more than 1/64 of the budget. Were such calls
+        large, a scheduler's own concurrent calls would contend for the one large place and
+        be refused."""
+        self.large_above = max(self.large_above, self.held + ordinary)
 
     def grow(self, size: int) -> bool:
         becomes_large = not self.large and self.held + size > self.large_above

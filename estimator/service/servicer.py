@@ -194,9 +194,6 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
                 f"cluster name does not match, got: {convert.shown_name(cluster)}, desire: {self.cluster_name}",
             )
 
-    def _reservation(self) -> Reservation:
-        return Reservation(self.budget, self.estimator.bytes_for(ORDINARY_COMPONENTS, ORDINARY_COLUMNS))
-
     def _reserve(self, reservation: Reservation, size: int, what: str) -> None:
         if not reservation.grow(size):
             budget = self.budget
@@ -231,7 +228,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
     def _reserve_early(self, request, reservation: Reservation) -> int:
         """Reserve, before converting, the part of the estimate's memory its wire counts
         already tell (its components, one column): a call that cannot have it is refused
-        without the conversion's work (a thousand components take tens of milliseconds)."""
+        without the conversion's work (a thousand components take tens of milliseconds).
+        From here on, an estimate an ordinary job needs on this member is not a large call."""
+        reservation.allow_ordinary(self.estimator.bytes_for(ORDINARY_COMPONENTS, ORDINARY_COLUMNS))
         early = self.estimator.bytes_for(convert.request_components(request), 1)
         self._reserve(reservation, early, "this estimate")
         return early
@@ -249,7 +248,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = self._reservation()
+        reservation = Reservation(self.budget)
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)
@@ -278,7 +277,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = self._reservation()
+        reservation = Reservation(self.budget)
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)
@@ -325,7 +324,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
         started, obj = time.perf_counter(), _object_of(context)
-        reservation = self._reservation()
+        reservation = Reservation(self.budget)
         try:
             self._admit(request, reservation)
             self._check_cluster(request.cluster)

@@ -64,10 +64,15 @@ def test_a_call_no_larger_than_an_ordinary_one_on_its_member_is_never_large():
     budget = MemoryBudget(64 * MB)  # 1/64: 1 MiB
     taken = Reservation(budget)
     assert taken.grow(2 * MB) and budget.large_in_flight == 1  # the one large place is taken
-    ordinary = [Reservation(budget, ordinary=10 * MB) for _ in range(3)]
+    ordinary = [Reservation(budget) for _ in range(3)]
+    for call in ordinary:
+        call.allow_ordinary(10 * MB)
     assert all(call.grow(9 * MB) for call in ordinary), "ordinary on this member: not large, not refused"
     assert budget.large_in_flight == 1
-    assert not Reservation(budget, ordinary=10 * MB).grow(11 * MB), "beyond ordinary it is large again"
+    beyond = Reservation(budget)
+    beyond.allow_ordinary(10 * MB)
+    assert not beyond.grow(11 * MB), "beyond ordinary it is large again"
+    assert not Reservation(budget).grow(2 * MB), "before it is allowed (a request's decoding), 1/64 is large"
     for call in [taken, *ordinary]:
         call.close()
     assert budget.used == 0 and budget.large_in_flight == 0
