@@ -23,6 +23,7 @@ import functools
 import hashlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, cast, overload
@@ -131,6 +132,11 @@ mulhi = cast("Callable[[Any, Any], Any]", _mulhi)
 arm64): `_arith.divide`'s division by a divisor known in advance."""
 
 
+# Held while numba's cache load is swapped (`loading_from_cache_only`): two warm-ups at once
+# (the loader's and the server's threads) would otherwise restore each other's swap.
+_SWAPPED = threading.Lock()
+
+
 @contextlib.contextmanager
 def loading_from_cache_only() -> Iterator[None]:
     """While it lasts, a kernel found in numba's cache is loaded without first loading every
@@ -143,14 +149,14 @@ def loading_from_cache_only() -> Iterator[None]:
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
 
-    rtsys.initialize(cpu_target.target_context)
-    refreshing = caching.Cache.load_overload
-
     def load(cache, sig, target_context):
         return cache._load_overload(sig, target_context)
 
-    caching.Cache.load_overload = load  # type: ignore[method-assign]  # for the warm-up only
-    try:
-        yield
-    finally:
-        caching.Cache.load_overload = refreshing  # type: ignore[method-assign]
+    with _SWAPPED:
+        rtsys.initialize(cpu_target.target_context)
+        refreshing = caching.Cache.load_overload
+        caching.Cache.load_overload = load  # type: ignore[method-assign]  # for the warm-up only
+        try:
+            yield
+        finally:
+            caching.Cache.load_overload = refreshing  # type: ignore[method-assign]

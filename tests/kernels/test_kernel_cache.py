@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,32 @@ def test_cached_kernels_load_without_numbas_other_implementations_and_compiling_
             for _ in range(2)]  # the first may compile the kernels (a cold cache); the second loads them
     assert runs[1].returncode == 0, runs[1].stderr
     assert runs[1].stdout.split("\n")[:3] == ["[]", "4", "7.0"], runs[1].stdout
+
+
+def test_warm_ups_at_once_leave_numbas_cache_load_as_it_was():
+    """One warm-up's swap is inside while another starts: the second waits for the first to
+    restore numba's method (else it would keep the first's swap and put it back last)."""
+    from numba.core import caching
+
+    before = caching.Cache.load_overload
+    inside, leave, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with _numba.loading_from_cache_only():
+            inside.set()
+            leave.wait(10)
+        first_out.set()
+
+    def second():
+        with _numba.loading_from_cache_only():
+            first_out.wait(10)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert inside.wait(10)
+    threads[1].start()
+    time.sleep(0.3)  # the second would be inside by now if nothing held it
+    leave.set()
+    for thread in threads:
+        thread.join(20)
+    assert caching.Cache.load_overload is before
