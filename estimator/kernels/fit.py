@@ -206,41 +206,6 @@ def first_fit_bound(available, requests, replicas, masks, upper: int, sets: int,
 
 
 @kernel
-def _eligible(
-    available: np.ndarray,
-    requests: np.ndarray,
-    replicas: np.ndarray,
-    masks: np.ndarray,
-    nodes: np.ndarray,
-    totals: np.ndarray,
-) -> int:
-    """The eligible pool: nodes[:count] = the nodes (in order) where some component with
-    replicas fits a replica (mask set, every requested column holds one request); totals[k]
-    = sum of available[n, k] over them (saturating). Returns count. Compares only, no
-    division: a fraction of the fits pass."""
-    n_comp, n_cols = requests.shape
-    count = 0
-    totals[:] = 0
-    for n in range(available.shape[0]):
-        usable = False
-        for c in range(n_comp):
-            if replicas[c] > 0 and masks[c, n]:
-                usable = True
-                for k in range(n_cols):
-                    if available[n, k] < requests[c, k]:
-                        usable = False
-                        break
-                if usable:
-                    break
-        if usable:
-            nodes[count] = n
-            count += 1
-            for k in range(n_cols):
-                totals[k] = _add(totals[k], available[n, k])
-    return count
-
-
-@kernel
 def _fit_sum_and_pool(
     available: np.ndarray,
     requests: np.ndarray,
@@ -250,9 +215,12 @@ def _fit_sum_and_pool(
     nodes: np.ndarray,
     totals: np.ndarray,
 ) -> tuple:
-    """(`_sum_fit` of component c, `_eligible`'s count, its nodes and totals written) in one
-    pass over the nodes: the bound's two first stages read each node once, and a node where
-    c fits is in the pool without comparing the others. c = -1: the pool only (sum 0)."""
+    """(`_sum_fit` of component c, the eligible pool's count) in one pass over the nodes: the
+    bound's two first stages read each node once. The eligible pool: nodes[:count] = the
+    nodes (in order) where some component with replicas fits a replica (mask set, every
+    requested column holds one request); totals[k] = sum of available[n, k] over them
+    (saturating). A node where c fits is in the pool without comparing the others; the
+    others are compared, not divided. c = -1: the pool only (sum 0)."""
     n_comp, n_cols = requests.shape
     request = requests[max(c, 0)]  # one view: a slice per node would count references each time
     multipliers, shifts = _magics(request)
@@ -302,7 +270,7 @@ def _column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray
 
 
 class Pool(NamedTuple):
-    """The nodes a request can use at all (`_eligible`), and the bound their column totals give."""
+    """The nodes a request can use at all (`_fit_sum_and_pool`'s pool), and the bound their column totals give."""
 
     nodes: np.ndarray  # int64[count]: eligible node indices, ascending
     count: int  # type: ignore[assignment]  # the field shadows tuple.count (no caller counts)
@@ -316,12 +284,12 @@ def pool_bound(totals: np.ndarray, requests, replicas, bound: int) -> int:
 
 
 def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
-    """`_eligible` on validated arrays, with the column-total relaxation (each column's
-    supply over the pool // each set's demand) folded into `bound`."""
+    """The eligible pool (`_fit_sum_and_pool`) on validated arrays, with the column-total
+    relaxation (each column's supply over the pool // each set's demand) folded into `bound`."""
     n_nodes = available.shape[0]
     nodes = np.empty(n_nodes, dtype=np.int64)
     totals = np.empty(available.shape[1], dtype=np.int64)
-    count = int(_eligible(available, requests, replicas, masks, nodes, totals))
+    _, count = _fit_sum_and_pool(available, requests, replicas, masks, -1, nodes, totals)  # the pool only
     return Pool(nodes[:count], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
 
 
