@@ -23,6 +23,7 @@ plugins in the EstimateContext.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ class SetsEstimate:
     components: tuple[str, ...] = ()
     replicas: tuple[int, ...] = ()
 
-    @property
+    @functools.cached_property
     def bound(self) -> int | None:
         """An upper bound on the answer no placement exceeds (None: not known).
 
@@ -151,6 +152,7 @@ class SetsEstimate:
 
     @property
     def proven_optimal(self) -> bool:
+        """The answer reaches its bound: no placement does better."""
         return self.bound is not None and self.sets >= self.bound
 
     def witness(self) -> dict[str, dict[str, int]] | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import grpc
 
 from estimator.core.errors import InvalidRequest, NotFound, NotReady, Unsupported
-from estimator.estimate.estimate import Estimator
+from estimator.estimate.estimate import Estimator, SetsEstimate
 from estimator.estimate.framework import FrameworkResult
 from estimator.pb import estimator_pb2 as pb
 from estimator.pb import service_pb2, service_pb2_grpc
@@ -108,16 +108,16 @@ class _Witness:
 
 
 class _Optimality:
-    __slots__ = ("sets", "bound")
+    __slots__ = ("estimate",)
 
-    def __init__(self, sets: int, bound: int | None):
-        self.sets, self.bound = sets, bound
+    def __init__(self, estimate: SetsEstimate):
+        self.estimate = estimate
 
     def __str__(self) -> str:
-        sets, bound = self.sets, self.bound
+        sets, bound = self.estimate.sets, self.estimate.bound
         if bound is None:
             return "bound=unknown"
-        if sets >= bound:
+        if self.estimate.proven_optimal:
             return f"bound={bound} (proven optimal)"
         return f"bound={bound} (may miss up to {bound - sets}, {(bound - sets) / bound:.1%})"
 
@@ -128,10 +128,9 @@ BOUND_METADATA_KEY = "x-estimator-bound"
 PROVEN_METADATA_KEY = "x-estimator-proven-optimal"
 
 
-def certificate_metadata(sets: int, bound: int | None) -> tuple[tuple[str, str], ...]:
-    proven = bound is not None and sets >= bound
-    pairs = ((PROVEN_METADATA_KEY, "true" if proven else "false"),)
-    return pairs if bound is None else ((BOUND_METADATA_KEY, str(bound)),) + pairs
+def certificate_metadata(estimate: SetsEstimate) -> tuple[tuple[str, str], ...]:
+    pairs = ((PROVEN_METADATA_KEY, "true" if estimate.proven_optimal else "false"),)
+    return pairs if estimate.bound is None else ((BOUND_METADATA_KEY, str(estimate.bound)),) + pairs
 
 
 def _admitted(behavior, admit: Callable[[], str | None]):
@@ -289,12 +288,11 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             self._fail(context, m.TYPE_MAX_AVAILABLE_COMPONENT_SETS, obj, error, started)
         finally:
             reservation.close()
-        bound = estimate.bound
         # no durations: a remembered answer, no plugin ran
         self.metrics.observe_sets_answer(
             self.estimator.packing,
             estimate.sets,
-            bound,
+            estimate.bound,
             estimate.outcome.durations if estimate.outcome is not None else None,
             started,
         )
@@ -306,7 +304,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
                 obj,
                 estimate.sets,
                 self.estimator.packing,
-                _Optimality(estimate.sets, bound),
+                _Optimality(estimate),
                 _Reasons(estimate.outcome),
                 (time.perf_counter() - started) * 1e3,
             )
@@ -319,7 +317,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
                 estimate.sets,
                 _Witness(estimate),
             )
-        context.set_trailing_metadata(certificate_metadata(estimate.sets, bound))
+        context.set_trailing_metadata(certificate_metadata(estimate))
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
     def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
