@@ -51,7 +51,7 @@ from ._numba import kernel
 from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
-from .fit import Pool, fit_sum_and_pool, pool_bound
+from .fit import Pool, fit_sum, pool_bound, pool_pass
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
@@ -555,13 +555,15 @@ def _staged_first_fit(
             return sets
     else:
         limiting = -1  # no component's bound: upper, and the pool
-    # The limiting component's fits and the eligible pool in one pass; the pool is used
-    # only if the bound stays above first-fit's answer.
-    fits, count = fit_sum_and_pool(pristine, requests, replicas, masks, limiting, nodes, totals)
-    bound = upper if limiting < 0 else min(upper, fits // replicas[limiting])
+    # The limiting component's fits first: where they prove first-fit optimal (most jobs)
+    # the eligible pool is never needed, and its pass (writing every node's index and
+    # column totals) is skipped. Where they do not, the pool's pass follows.
+    bound = upper
+    if limiting >= 0:
+        bound = min(upper, fit_sum(pristine, requests[limiting], masks[limiting]) // replicas[limiting])
     info[2] = bound
     if bound > sets:
-        info[3] = count
+        info[3] = pool_pass(pristine, requests, replicas, masks, nodes, totals)
     return sets
 
 

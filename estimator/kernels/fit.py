@@ -206,59 +206,44 @@ def first_fit_bound(available, requests, replicas, masks, upper: int, sets: int,
 
 
 @kernel
-def _fit_sum_and_pool(
+def _pool_pass(
     available: np.ndarray,
     requests: np.ndarray,
     replicas: np.ndarray,
     masks: np.ndarray,
-    c: int,
     nodes: np.ndarray,
     totals: np.ndarray,
-) -> tuple:
-    """(`_sum_fit` of component c, the eligible pool's count) in one pass over the nodes: the
-    bound's two first stages read each node once. The eligible pool: nodes[:count] = the
-    nodes (in order) where some component with replicas fits a replica (mask set, every
-    requested column holds one request); totals[k] = sum of available[n, k] over them
-    (saturating). A node where c fits is in the pool without comparing the others; the
-    others are compared, not divided. c = -1: the pool only (sum 0)."""
+) -> int:
+    """The eligible pool's count, in one pass over the nodes: nodes[:count] = the nodes (in
+    order) where some component with replicas fits a replica (mask set, every requested
+    column holds one request: compared, not divided); totals[k] = sum of available[n, k]
+    over them (saturating)."""
     n_comp, n_cols = requests.shape
-    request = requests[max(c, 0)]  # one view: a slice per node would count references each time
-    multipliers, shifts = _magics(request)
-    own = c >= 0 and replicas[c] > 0
-    total = 0
-    saturated = False
     count = 0
     totals[:] = 0
     for n in range(available.shape[0]):
         usable = False
-        if own and masks[c, n]:
-            f = _fit_dividing_by_magic(available, n, request, multipliers, shifts)
-            if f > INT64_MAX - total:
-                saturated = True
-            else:
-                total += f
-            usable = f > 0
-        if not usable:
-            for other in range(n_comp):
-                if other != c and replicas[other] > 0 and masks[other, n]:
-                    fits = True
-                    for k in range(n_cols):
-                        if available[n, k] < requests[other, k]:
-                            fits = False
-                            break
-                    if fits:
-                        usable = True
+        for c in range(n_comp):
+            if replicas[c] > 0 and masks[c, n]:
+                fits = True
+                for k in range(n_cols):
+                    if available[n, k] < requests[c, k]:
+                        fits = False
                         break
+                if fits:
+                    usable = True
+                    break
         if usable:
             nodes[count] = n
             count += 1
             for k in range(n_cols):
                 totals[k] = _add(totals[k], available[n, k])
-    return (INT64_MAX if saturated else total), count
+    return count
 
 
 # The passes `firstfit.staged_first_fit` runs after first-fit in the same kernel call.
-fit_sum_and_pool = _fit_sum_and_pool
+fit_sum = _sum_fit
+pool_pass = _pool_pass
 
 
 @kernel
@@ -270,7 +255,7 @@ def _column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray
 
 
 class Pool(NamedTuple):
-    """The nodes a request can use at all (`_fit_sum_and_pool`'s pool), and the bound their column totals give."""
+    """The nodes a request can use at all (`_pool_pass`), and the bound their column totals give."""
 
     nodes: np.ndarray  # int64[count]: eligible node indices, ascending
     count: int  # type: ignore[assignment]  # the field shadows tuple.count (no caller counts)
@@ -284,12 +269,12 @@ def pool_bound(totals: np.ndarray, requests, replicas, bound: int) -> int:
 
 
 def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
-    """The eligible pool (`_fit_sum_and_pool`) on validated arrays, with the column-total
+    """The eligible pool (`_pool_pass`) on validated arrays, with the column-total
     relaxation (each column's supply over the pool // each set's demand) folded into `bound`."""
     n_nodes = available.shape[0]
     nodes = np.empty(n_nodes, dtype=np.int64)
     totals = np.empty(available.shape[1], dtype=np.int64)
-    _, count = _fit_sum_and_pool(available, requests, replicas, masks, -1, nodes, totals)  # the pool only
+    count = _pool_pass(available, requests, replicas, masks, nodes, totals)
     return Pool(nodes[:count], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
 
 
