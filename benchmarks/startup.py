@@ -50,7 +50,7 @@ TABLES_MARK = "Accurate estimators: complete sets"
 
 IMPORT_STEPS = ["numpy", "yaml", "orjson", "grpc", "grpc_health.v1.health", "grpc_reflection.v1alpha.reflection",
                 "prometheus_client", "estimator.cluster.files", "llvmlite.binding", "numba", "estimator.kernels",
-                "WARMUP", "estimator.service.server", "estimator.__main__", "RELEASE"]
+                "WARMUP", "estimator.service.server", "estimator.__main__", "RELEASE", "SEAL"]
 _IMPORT_PROBE = r"""
 import importlib, json, sys, time
 from estimator.service import procmem
@@ -63,6 +63,10 @@ for step in steps:
         kernels.warmup()
     elif step == "RELEASE":
         procmem.release_clean_file_pages("libllvmlite")
+    elif step == "SEAL":
+        from estimator import kernels
+        kernels.seal()
+        procmem.trim_heap()
     else:
         importlib.import_module(step)
     print(json.dumps({"step": step, "s": time.perf_counter() - t, **procmem.status_mb()}), flush=True)

@@ -148,7 +148,8 @@ def write_section(result: dict) -> str:
     if steps:
         lines += ["**Where the memory of a fresh estimator goes** (one interpreter importing the server's "
                   "dependencies in this order; VmRSS after each step; `kernels.warmup()` loads the compiled "
-                  "kernels from the warm cache; *release* drops LLVM's clean library pages as the server does) "
+                  "kernels from the warm cache; *release* drops LLVM's clean library pages and `kernels.seal()` the kernels' "
+                  "linking modules, as the server started from its command line does) "
                   + run_by("imports") + ":", "",
                   "| step | VmRSS MB | + MB | anon / file MB | s |", "|---|---|---|---|---|"]
         previous = None
@@ -156,7 +157,8 @@ def write_section(result: dict) -> str:
             if "VmRSS" not in step:
                 continue
             delta = "" if previous is None else f"{step['VmRSS'] - previous:+.1f}"
-            name = {"WARMUP": "kernels.warmup()", "RELEASE": "release LLVM pages"}.get(step["step"], step["step"])
+            name = {"WARMUP": "kernels.warmup()", "RELEASE": "release LLVM pages",
+                    "SEAL": "kernels.seal() (and malloc_trim)"}.get(step["step"], step["step"])
             lines.append(f"| {name} | {step['VmRSS']:.1f} | {delta} | {step['RssAnon']:.1f} / {step['RssFile']:.1f} "
                          f"| {_f(step.get('s'), 2)} |")
             previous = step["VmRSS"]

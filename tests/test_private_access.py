@@ -50,6 +50,10 @@ ALLOWED = {
         "numba's Cache.load_overload refreshes the whole target context before each load (12 MB of "
         "implementations a server of cached kernels never runs); _load_overload is the same load without it, "
         "and numba has no public switch (third-party, not ours to change)",
+    ("estimator/kernels/_numba.py", "library._shared_module"):
+        "numba keeps every compiled kernel's whole LLVM module only to link it into a later compilation "
+        "(about 5 MB); the sealed server compiles nothing more (disable_compile, numba's public switch, is set "
+        "first) and numba has no public way to let go of it (third-party, not ours to change)",
     ("estimator/core/cel.py", "node._meta"):
         "lark's Tree keeps its position in _meta and has no setter: the depth/size guard swaps it for a light "
         "position object (third-party, not ours to change)",

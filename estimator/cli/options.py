@@ -242,4 +242,5 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
         request_memory_bytes=args.request_memory_budget,
         shutdown_grace_seconds=args.shutdown_grace_period,
         max_staleness=args.max_staleness,
+        seal_kernels=True,  # this process serves and compiles nothing more after its warm-up
     )

@@ -13,6 +13,7 @@ component may use (filters already applied).
     set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more; staged)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
     warmup() -> None
+    seal() -> int (after warmup, in a process that compiles no more kernels)
 
 The wrappers check shapes, dtypes and signs (ValueError) and widen narrower integer
 arrays; `first_fit_sets` consumes `available` in place, so it must already be a writable
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
-from ._numba import cache_note, loading_from_cache_only
+from ._numba import cache_note, loading_from_cache_only, release_linking_modules
 from .best import best_sets
 from .firstfit import first_fit_bounded, first_fit_sets, first_fit_with_bound
 from .fit import set_bound, sum_fit
@@ -45,6 +46,7 @@ __all__ = [
     "verify_placement",
     "vouch",
     "vouched_copy",
+    "seal",
     "warmup",
 ]
 
@@ -59,6 +61,18 @@ def warmup() -> None:
     """
     with loading_from_cache_only():
         _run_every_kernel()
+
+
+def seal() -> int:
+    """After `warmup()`, in a process that will compile no more kernels (the server started
+    from its command line): drop what only a later compilation needs and refuse one
+    (`_numba.release_linking_modules`). Returns the LLVM modules dropped."""
+    from . import _arith, _nodefit, best, firstfit, firstfit_pair, firstfit_trio, fit, witness
+
+    modules = (_arith, _nodefit, best, firstfit, firstfit_pair, firstfit_trio, fit, witness)
+    # A kernel is a numba dispatcher (it has `overloads`); one imported by several modules once.
+    dispatchers = {id(v): v for module in modules for v in vars(module).values() if hasattr(v, "overloads")}
+    return release_linking_modules(dispatchers.values())
 
 
 def _run_every_kernel() -> None:

@@ -76,6 +76,9 @@ class ServerConfig:
     shutdown_grace_seconds: float = 10.0
     # Past this many seconds of cache staleness readiness fails (0: never, as Karmada's).
     max_staleness: float = 0.0
+    # After the warm-up, drop what only compiling more kernels needs (kernels.seal): the server
+    # the command line starts. Off for a server inside a process that may compile more (tests).
+    seal_kernels: bool = False
 
 
 def _certificate_configuration(material) -> grpc.ServerCertificateConfiguration:
@@ -375,10 +378,14 @@ class EstimatorServer:
         # Serving runs compiled kernels only; LLVM's code pages (about half this process's
         # RSS on a small member) come back from the file if something compiles again.
         released = procmem.release_clean_file_pages("libllvmlite")
-        procmem.trim_heap()  # the parsed member document's freed pages (under PYTHONMALLOC=malloc)
+        sealed = kernels.seal() if self.config.seal_kernels else 0
+        # The parsed member document's freed pages (under PYTHONMALLOC=malloc), and the
+        # sealed kernels' LLVM modules.
+        procmem.trim_heap()
         log.info(
-            "released %.0f MB of LLVM library pages after warm-up; memory now %s",
+            "released %.0f MB of LLVM library pages and %d kernels' linking modules after warm-up; memory now %s",
             released,
+            sealed,
             ", ".join(f"{k} {v:.0f} MB" for k, v in procmem.status_mb().items()),
         )
 

@@ -160,3 +160,44 @@ def test_warm_ups_at_once_leave_numbas_cache_load_as_it_was():
     for thread in threads:
         thread.join(20)
     assert caching.Cache.load_overload is before
+
+
+def test_sealed_kernels_answer_as_before_refuse_new_types_and_leave_other_compiling_alone():
+    """A real process (the seal is for good): after the warm-up, `seal()` drops the linking
+    modules of every compiled kernel; the kernels give the same answers, a call with types
+    the warm-up did not compile fails with numba's TypeError (no compilation that could not
+    link), and a function of someone else's still compiles."""
+    script = textwrap.dedent("""\
+        import numpy as np
+        from estimator import kernels
+        from estimator.kernels import fit
+        kernels.warmup()
+        available = np.array([[4, 8, 1], [2, 8, 0], [3, 3, 2]], dtype=np.int64)
+        requests = np.array([[1, 2, 0], [1, 1, 1]], dtype=np.int64)
+        masks = np.ones((2, 3), dtype=np.bool_)
+
+        def answers():
+            best = kernels.best_sets(available, requests, [1, 2], masks, 100)
+            first = kernels.first_fit_with_bound(available, requests, [1, 2], masks, 100)
+            return (kernels.sum_fit(available, requests[1], masks[1]), best.sets, best.bound, first.sets,
+                    first.bound, best.placement.tolist())
+
+        before = answers()
+        print(kernels.seal() > 0)
+        print(answers() == before)
+        try:
+            fit.fit_sum(available.astype(np.int32), requests[1].astype(np.int32), masks[1])
+            print("compiled")
+        except TypeError as error:
+            print(str(error).split(" for ")[0])
+        import numba
+
+        @numba.njit
+        def twice(a):
+            return a * 2
+
+        print(twice(21))
+        """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:4] == ["True", "True", "No matching definition", "42"], done.stdout

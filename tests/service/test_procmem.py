@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import re
 import sys
 import time
 from pathlib import Path
@@ -74,9 +75,11 @@ def test_status_reads_the_figures_or_nothing(tmp_path):
 
 
 @linux_only
-def test_a_ready_estimator_holds_no_llvm_pages_and_still_answers():
+def test_a_ready_estimator_holds_no_llvm_pages_or_linking_modules_and_still_answers(tmp_path):
     est = LocalEstimator("member-b", [REPO / "deploy" / "demo" / "member-b.yaml"], packing="best")
-    est.start()
+    log = tmp_path / "estimator.log"
+    with log.open("w") as out:
+        est.start(log_file=out)
     try:
         wait_serving([est], timeout=600)
         smaps = f"/proc/{est.process.pid}/smaps"
@@ -84,15 +87,24 @@ def test_a_ready_estimator_holds_no_llvm_pages_and_still_answers():
         deadline = time.monotonic() + 60
         while True:
             llvm_kb = sum(m[4] for m in procmem._mappings(Path(smaps).read_text()) if "libllvmlite" in m[3])
-            if llvm_kb < 8 * 1024 or time.monotonic() > deadline:
+            released = re.search(r"LLVM library pages and (\d+) kernels' linking modules", log.read_text())
+            if (llvm_kb < 8 * 1024 and released) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         assert llvm_kb < 8 * 1024, f"{llvm_kb} kB of libllvmlite still resident"
+        # The command line's server seals its kernels (kernels.seal): nothing compiles after this.
+        assert released and int(released.group(1)) > 0, log.read_text()[-2000:]
         with grpc.insecure_channel(est.address) as channel:
+            stub = service_pb2_grpc.EstimatorStub(channel)
             request = pb.MaxAvailableReplicasRequest(cluster="member-b", replicaRequirements=pb.ReplicaRequirements(
                 namespace="ml-team", resourceRequestBytes={"nvidia.com/gpu": quantity("1")}))
-            reply = service_pb2_grpc.EstimatorStub(channel).MaxAvailableReplicas(request, timeout=60)
+            reply = stub.MaxAvailableReplicas(request, timeout=60)
+            sets = stub.MaxAvailableComponentSets(pb.MaxAvailableComponentSetsRequest(
+                cluster="member-b", namespace="ml-team", components=[pb.Component(
+                    name="worker", replicas=2, replicaRequirements=pb.ComponentReplicaRequirements(
+                        resourceRequestBytes={"nvidia.com/gpu": quantity("1")}))]), timeout=60)
         assert reply.maxReplicas == 6  # member-b's six GPUs (tests/service/test_server_grpc.py)
+        assert sets.maxSets == 3  # two at a time
     finally:
         est.stop()
 
