@@ -128,6 +128,11 @@ def fit_buckets(fits: np.ndarray) -> int:
     return int(min(_FIT_BUCKETS, fits.max(initial=0) + 1))
 
 
+def _order_scratch(n_nodes: int, buckets: int) -> np.ndarray:
+    """The `scratch` of `_node_orders`: contention and keys per node, the bucket starts."""
+    return np.empty(2 * n_nodes + _CONTENTION_LEVELS * buckets + 1, dtype=np.int64)
+
+
 @kernel
 def _node_orders(
     fits: np.ndarray,
@@ -137,6 +142,7 @@ def _node_orders(
     buckets: int,
     node_order: np.ndarray,
     lengths: np.ndarray,
+    scratch: np.ndarray,
 ) -> None:
     """node_order[c, :lengths[c]]: the nodes where c fits a replica, arranged by `kind`.
 
@@ -144,15 +150,16 @@ def _node_orders(
     how many components after c in `order` fit on the node (LEAST_CONTENDED_WORST_FIT
     only) and the fit bucket is min(fit, buckets - 1), reversed for largest fit first.
     `buckets` (at most _FIT_BUCKETS) is one above the largest fit, so small problems do not
-    pay for a thousand empty buckets.
+    pay for a thousand empty buckets. `scratch`: int64, `_order_scratch` long, the caller's.
     """
     n_comp = order.shape[0]
     n_nodes = fits.shape[1]
     by_contention = kind == LEAST_CONTENDED_WORST_FIT
     largest_first = kind == LEAST_CONTENDED_WORST_FIT
-    contention = np.zeros(n_nodes, np.int64)  # components after the current one that fit there
-    keys = np.empty(n_nodes, np.int64)
-    starts = np.empty(_CONTENTION_LEVELS * buckets + 1, np.int64)
+    contention = scratch[:n_nodes]  # components after the current one that fit there
+    keys = scratch[n_nodes : 2 * n_nodes]
+    starts = scratch[2 * n_nodes : 2 * n_nodes + _CONTENTION_LEVELS * buckets + 1]
+    contention[:] = 0
     for i in range(n_comp - 1, -1, -1):
         c = order[i]
         starts[:] = 0
@@ -254,7 +261,8 @@ class _Search:
                 order = _component_order(name, self.replicas, self.fits)
             node_order = np.empty(self.fits.shape, dtype=np.int64)
             lengths = np.empty(self.fits.shape[0], dtype=np.int64)
-            _node_orders(self.fits, self.replicas, readonly(order), kind, self._buckets, node_order, lengths)
+            scratch = _order_scratch(self.fits.shape[1], self._buckets)
+            _node_orders(self.fits, self.replicas, readonly(order), kind, self._buckets, node_order, lengths, scratch)
             self.work += self._order
             self._orders[key] = (order, node_order, lengths)
         return self._orders[key]

@@ -51,7 +51,7 @@ from ._numba import kernel
 from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
-from .fit import Pool, fit_sum, pool_bound, pool_pass
+from .fit import Pool, fit_sum, magics_buffer, pool_bound, pool_pass
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
@@ -314,6 +314,8 @@ def _first_fit(
     placement: np.ndarray,
     info: np.ndarray,
     mark: np.ndarray,
+    small: np.ndarray,
+    demand: np.ndarray,
 ) -> int:
     """Pack sets until one fails or `upper` are placed; return how many were complete.
 
@@ -324,21 +326,23 @@ def _first_fit(
     the work done: nodes visited by every walk (hand sets and bulk steps), a deterministic
     measure of the kernel's cost that best mode's budget counts in. mark: int64 scratch of
     at least the node count, any content (the caller's per-thread buffer: no node-sized
-    allocation per call).
+    allocation per call). small, demand: int64 scratch of the caller's (`_small_scratch`:
+    no kernel allocates, so loading them from numba's cache does not import its array
+    implementations), any content.
     """
     n_req, n_cols = requests.shape
     n_nodes = available.shape[0]
     n_comp = order.shape[0]
     ordered = node_order.shape[0] > 0
-    pointer = np.zeros(n_req, np.int64)
-    single = np.empty(n_req, np.int64)  # node holding all of c in this set; -1 none; -2 several
+    small[: 4 * n_req] = 0
+    pointer = small[:n_req]
+    single = small[n_req : 2 * n_req]  # node holding all of c in this set; -1 none; -2 several
     # Where each component's walk started in the set in progress, and what `placement`
     # held there, to take a set that fails back out of `placement` (complete sets only).
     # Past its pointer a component has placed nothing, so those entries were 0.
-    start_at = np.zeros(n_req, np.int64)
-    start_held = np.zeros(n_req, np.int64)
-    demand = np.empty((n_comp, n_cols), np.int64)
-    movers = np.empty(n_comp, np.int64)
+    start_at = small[2 * n_req : 3 * n_req]
+    start_held = small[3 * n_req : 4 * n_req]
+    movers = small[4 * n_req : 4 * n_req + n_comp]
     mark[:n_nodes] = 0  # stationary nodes of the step with that stamp
     stamp = 0
     wait = 0  # hand sets before the next bulk step is tried
@@ -413,6 +417,13 @@ def _mark(n_nodes: int) -> np.ndarray:
     return mark
 
 
+def _small_scratch(requests: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_first_fit`'s `small` (four entries per component, one per component in `order`) and
+    `demand` (one row per component in `order`)."""
+    n_req, n_cols = requests.shape
+    return np.empty(4 * n_req + order.shape[0], dtype=np.int64), np.empty((order.shape[0], n_cols), dtype=np.int64)
+
+
 def pack(available, requests, replicas, masks, order, node_order, lengths, upper) -> Packing:
     """`_first_fit` on already-validated arrays (consumes `available`)."""
     placement = np.zeros(masks.shape, dtype=np.int64)
@@ -429,6 +440,7 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
         placement,
         info,
         _mark(available.shape[0]),
+        *_small_scratch(requests, order),
     )
     limiting, work = info.tolist()
     return Packing(sets, placement, -1, limiting, work)
@@ -520,8 +532,12 @@ def _staged_first_fit(
     rows: np.ndarray,
     nodes: np.ndarray,
     totals: np.ndarray,
+    available: np.ndarray,
+    small: np.ndarray,
+    demand: np.ndarray,
+    magics: np.ndarray,
 ) -> int:
-    """`karmada_first_fit` (`which` kernel, on a copy of `pristine`; the general one with
+    """`karmada_first_fit` (`which` kernel, on `available`, a copy of `pristine`; the general one with
     `order`, `node_order`, `lengths` as `general_first_fit` passes them) and, with
     `bound_it`, the first stages of `fit.staged_bound` on `pristine` from its answer, in one
     call: what a request of a shape not seen before costs, without a return to Python
@@ -529,15 +545,29 @@ def _staged_first_fit(
     the limiting component's bound (`fit.first_fit_bound`); info[3]: the eligible pool's
     node count (`fit.eligible_pool`: nodes[:count], its column totals in `totals`); each -1
     where its stage did not run (first-fit reached `upper`, or the stage before came down
-    to first-fit's answer). Not for a job whose components all have 0 replicas."""
-    available = pristine.copy()
+    to first-fit's answer). Not for a job whose components all have 0 replicas. `available`
+    is the caller's copy of `pristine` (first-fit consumes it), and `small`, `demand`,
+    `magics` are the scratch of `_first_fit` and `fit.fit_sum`: all the caller's, as no
+    kernel allocates."""
     if which == _PAIR:
         sets = pair_first_fit(available, requests, replicas, masks, c0, c1, upper, placement, info)
     elif which == _TRIO:
         sets = trio_first_fit(available, requests, replicas, masks, c0, c1, c2, upper, placement, info, rows)
     else:
         sets = _first_fit(
-            available, requests, replicas, masks, order, node_order, lengths, upper, placement, info, mark
+            available,
+            requests,
+            replicas,
+            masks,
+            order,
+            node_order,
+            lengths,
+            upper,
+            placement,
+            info,
+            mark,
+            small,
+            demand,
         )
     info[2] = -1
     info[3] = -1
@@ -560,7 +590,7 @@ def _staged_first_fit(
     # column totals) is skipped. Where they do not, the pool's pass follows.
     bound = upper
     if limiting >= 0:
-        bound = min(upper, fit_sum(pristine, requests[limiting], masks[limiting]) // replicas[limiting])
+        bound = min(upper, fit_sum(pristine, requests[limiting], masks[limiting], magics) // replicas[limiting])
     info[2] = bound
     if bound > sets:
         info[3] = pool_pass(pristine, requests, replicas, masks, nodes, totals)
@@ -604,6 +634,9 @@ def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool
         trio_scratch(),
         nodes,
         totals,
+        available.copy(),  # what first-fit consumes (numpy's copy: one memcpy)
+        *_small_scratch(requests, order),
+        magics_buffer(n_cols),
     )
     limiting, work, bound, count = info.tolist()
     if not bound_it:

@@ -26,20 +26,24 @@ def _masked_fit(available: np.ndarray, n: int, requests: np.ndarray, masks: np.n
     return _node_fit(available, n, requests[c]) if masks[c, n] else 0
 
 
+def magics_buffer(columns: int) -> np.ndarray:
+    """The `magics` scratch of `_sum_fit` for requests of `columns` columns."""
+    return np.empty((2, columns), dtype=np.uint64)
+
+
 @kernel(inline="always")
-def _magics(request: np.ndarray) -> tuple:
-    """`magic` of every amount of `request` (one pass divides every node by the same ones)."""
-    multipliers = np.empty(request.shape[0], dtype=np.uint64)
-    shifts = np.empty(request.shape[0], dtype=np.uint64)
+def _magics(request: np.ndarray, magics: np.ndarray) -> None:
+    """magics[0, k], magics[1, k] = `magic(request[k])` (one pass divides every node by the
+    same amounts). `magics`: uint64 [2, K], the caller's (`magics_buffer`): no kernel
+    allocates, so loading them from the cache does not import numba's array implementations."""
     for k in range(request.shape[0]):
-        multipliers[k], shifts[k] = magic(request[k])
-    return multipliers, shifts
+        magics[0, k], magics[1, k] = magic(request[k])
 
 
 @kernel(inline="always")
-def _fit_dividing_by_magic(available: np.ndarray, n: int, request: np.ndarray, multipliers, shifts) -> int:
-    """`_node_fit` with every division a multiply (`_magics(request)`): a pass over every
-    node divides each by the same amounts."""
+def _fit_dividing_by_magic(available: np.ndarray, n: int, request: np.ndarray, magics: np.ndarray) -> int:
+    """`_node_fit` with every division a multiply (`_magics(request, magics)`): a pass over
+    every node divides each by the same amounts."""
     f = INT64_MAX
     for j in range(available.shape[1]):
         k = available.shape[1] - 1 - j  # last column first, as `row_fit`
@@ -48,17 +52,17 @@ def _fit_dividing_by_magic(available: np.ndarray, n: int, request: np.ndarray, m
             a = available[n, k]
             if a < r:
                 return 0
-            f = min(f, divide(a, r, multipliers[k], shifts[k]))
+            f = min(f, divide(a, r, magics[0, k], magics[1, k]))
     return f
 
 
 @kernel
-def _sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int:
-    multipliers, shifts = _magics(request)
+def _sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray, magics: np.ndarray) -> int:
+    _magics(request, magics)
     total = 0
     for n in range(available.shape[0]):
         if mask[n]:
-            f = _fit_dividing_by_magic(available, n, request, multipliers, shifts)
+            f = _fit_dividing_by_magic(available, n, request, magics)
             if f > INT64_MAX - total:
                 return INT64_MAX
             total += f
@@ -94,7 +98,13 @@ def _bound(supply: int, demand: int, bound: int) -> int:
 
 @kernel
 def _bounds(
-    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int, fits: np.ndarray
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    upper: int,
+    fits: np.ndarray,
+    sums: np.ndarray,
 ) -> int:
     """fits[c, n] = fit of one replica of c on n (0 where c may not run), and an upper
     bound on the complete sets any placement can reach, in one pass over the nodes.
@@ -108,12 +118,15 @@ def _bounds(
       and a set has sum(replicas) replicas; this one sees 3 + 3 cpu not sharing 5 cpu.
     """
     n_comp, n_cols = requests.shape
-    fit_sum = np.zeros(n_comp, np.int64)
-    supply = np.zeros(n_cols, np.int64)
-    # Scalars accumulate in arrays: `_add` then always sees int64, never a literal 0.
-    slots = np.zeros(1, np.int64)
-    per_set = np.zeros(1, np.int64)
-    fitting = np.zeros(1, np.int64)
+    # One int64 scratch of the caller's (`bounds`), n_comp + n_cols + 3 long: the per-component
+    # fit sums, the per-column supply, and three scalars, which accumulate in it so that
+    # `_add` always sees int64, never a literal 0.
+    sums[: n_comp + n_cols + 3] = 0
+    fit_sum = sums[:n_comp]
+    supply = sums[n_comp : n_comp + n_cols]
+    slots = sums[n_comp + n_cols : n_comp + n_cols + 1]
+    per_set = sums[n_comp + n_cols + 1 : n_comp + n_cols + 2]
+    fitting = sums[n_comp + n_cols + 2 : n_comp + n_cols + 3]
     for c in range(n_comp):
         per_set[0] = _add(per_set[0], replicas[c])
     for n in range(available.shape[0]):
@@ -178,7 +191,8 @@ def bounds(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, ma
     if not replicas.any():
         fits[:] = 0
         return upper, readonly(fits)
-    bound = int(_bounds(available, requests, replicas, masks, upper, fits))
+    sums = np.empty(requests.shape[0] + requests.shape[1] + 3, dtype=np.int64)
+    bound = int(_bounds(available, requests, replicas, masks, upper, fits, sums))
     return bound, readonly(fits)
 
 
@@ -186,7 +200,9 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
     """min(upper, sum of c's fits // replicas[c]): one fit per node, the cheapest relaxation."""
     if c < 0 or replicas[c] == 0:
         return upper
-    return min(upper, int(_sum_fit(available, requests[c], masks[c])) // int(replicas[c]))
+    return min(
+        upper, int(_sum_fit(available, requests[c], masks[c], magics_buffer(requests.shape[1]))) // int(replicas[c])
+    )
 
 
 def first_fit_bound(available, requests, replicas, masks, upper: int, sets: int, limiting: int) -> int:
@@ -355,4 +371,4 @@ def sum_fit(available: np.ndarray, request: np.ndarray, mask: np.ndarray) -> int
     flag = flags("mask", mask, 1)
     if flag.shape != (avail.shape[0],):
         raise ValueError(f"mask has shape {flag.shape}, expected ({avail.shape[0]},) (one per node)")
-    return int(_sum_fit(readonly(avail), readonly(row), readonly(flag)))
+    return int(_sum_fit(readonly(avail), readonly(row), readonly(flag), magics_buffer(row.shape[0])))

@@ -108,7 +108,7 @@ def test_the_staged_passes_fit_sum_and_pool_are_what_they_mean(case, c, huge):
     p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
     nodes = np.empty(available.shape[0], dtype=np.int64)
     totals = np.empty(available.shape[1], dtype=np.int64)
-    total = fit.fit_sum(p.available, p.requests[c], p.masks[c])
+    total = fit.fit_sum(p.available, p.requests[c], p.masks[c], fit.magics_buffer(available.shape[1]))
     count = fit.pool_pass(p.available, p.requests, p.replicas, p.masks, nodes, totals)
     want_total, want_pool, want_totals = _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c)
     assert total == want_total
