@@ -50,7 +50,7 @@ TABLES_MARK = "Accurate estimators: complete sets"
 
 IMPORT_STEPS = ["numpy", "yaml", "orjson", "grpc", "grpc_health.v1.health", "grpc_reflection.v1alpha.reflection",
                 "prometheus_client", "estimator.cluster.files", "llvmlite.binding", "numba", "estimator.kernels",
-                "WARMUP", "estimator.service.server", "estimator.__main__", "RELEASE", "SEAL"]
+                "WARMUP", "estimator.service.server", "estimator.__main__", "SEAL", "RELEASE"]
 _IMPORT_PROBE = r"""
 import importlib, json, sys, time
 from estimator.service import procmem

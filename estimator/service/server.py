@@ -377,8 +377,9 @@ class EstimatorServer:
         used and serving does not need."""
         # Serving runs compiled kernels only; LLVM's code pages (about half this process's
         # RSS on a small member) come back from the file if something compiles again.
-        released = procmem.release_clean_file_pages("libllvmlite")
+        # Sealing frees LLVM modules (LLVM's code runs): before its pages are released.
         sealed = kernels.seal() if self.config.seal_kernels else 0
+        released = procmem.release_clean_file_pages("libllvmlite")
         # The parsed member document's freed pages (under PYTHONMALLOC=malloc), and the
         # sealed kernels' LLVM modules.
         procmem.trim_heap()
