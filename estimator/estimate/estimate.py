@@ -27,6 +27,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from estimator.core.errors import NotReady
 from estimator.core.model import (
@@ -84,7 +85,7 @@ class _Asked:
 
     __slots__ = ("key", "names", "replicas", "components", "columns", "bytes")
 
-    def __init__(self, query):
+    def __init__(self, query: ReplicasQuery | ComponentSetsQuery) -> None:
         self.key = HashedKey((type(query), query))
         components = getattr(query, "components", ())
         if components:
@@ -257,7 +258,12 @@ class Estimator:
             self.caches.answers.put(snapshot, asked.key, FrameworkResult(outcome.value, outcome.results))
         return SetsEstimate(outcome.value, outcome, snapshot, asked.names, asked.replicas)
 
-    def _afresh(self, run, snapshot: ClusterSnapshot, query) -> tuple[int, FrameworkResult]:
+    def _afresh(
+        self,
+        run: Callable[[EstimateContext, Any], FrameworkResult],
+        snapshot: ClusterSnapshot,
+        query: ReplicasQuery | ComponentSetsQuery,
+    ) -> tuple[int, FrameworkResult]:
         """A query too large to keep: estimated on a detached snapshot, nothing remembered."""
         outcome = run(self._context(snapshot.detached()), query)
         return outcome.value, outcome

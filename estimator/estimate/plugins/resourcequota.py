@@ -19,7 +19,7 @@ Scopes are ANDed, as Kubernetes does (a quota with several applies only when all
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from estimator.core.devices import IMPLICIT_PREFIX
@@ -217,7 +217,13 @@ def _allowed(quota: QuotaRecord, free: dict[str, int], wanted: dict[str, int] | 
 class ResourceQuotaPlugin:
     NAME = NAME
 
-    def _estimate(self, ctx: EstimateContext, namespace: str, wanted_for, assumed: list[Component]) -> PluginResult:
+    def _estimate(
+        self,
+        ctx: EstimateContext,
+        namespace: str,
+        wanted_for: Callable[[QuotaRecord], dict[str, int] | None],
+        assumed: list[Component],
+    ) -> PluginResult:
         quotas = ctx.snapshot.quotas.get(namespace, ()) if namespace else ()
         if not quotas:
             return PluginResult(MAX_INT32)
@@ -232,7 +238,8 @@ class ResourceQuotaPlugin:
             free = copies
         value, reason = MAX_INT32, ""
         for quota, quota_free in zip(quotas, free, strict=True):  # one free amount per quota
-            allowed, why = _allowed(quota, quota_free, _aliased(wanted_for(quota), aliases))
+            wanted = wanted_for(quota)
+            allowed, why = _allowed(quota, quota_free, None if wanted is None else _aliased(wanted, aliases))
             if allowed < value:
                 value, reason = allowed, why
         if value == 0:
