@@ -22,6 +22,8 @@ int64 C-contiguous array.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
@@ -67,10 +69,9 @@ def seal() -> int:
     """After `warmup()`, in a process that will compile no more kernels (the server started
     from its command line): drop what only a later compilation needs and refuse one
     (`_numba.release_linking_modules`). Returns the LLVM modules dropped."""
-    from . import _arith, _nodefit, best, firstfit, firstfit_pair, firstfit_trio, fit, witness
-
-    modules = (_arith, _nodefit, best, firstfit, firstfit_pair, firstfit_trio, fit, witness)
-    # A kernel is a numba dispatcher (it has `overloads`); one imported by several modules once.
+    # Every module of this package that is loaded (a kernel module added later is included);
+    # a kernel is a numba dispatcher (it has `overloads`), one imported by several modules once.
+    modules = [m for name, m in list(sys.modules.items()) if name.startswith(__name__ + ".")]
     dispatchers = {id(v): v for module in modules for v in vars(module).values() if hasattr(v, "overloads")}
     return release_linking_modules(dispatchers.values())
 

@@ -122,7 +122,7 @@ def _bounds(
     # fit sums, the per-column supply, and three scalars, which accumulate in it so that
     # `_add` always sees int64, never a literal 0.
     sums[: n_comp + n_cols + 3] = 0
-    fit_sum = sums[:n_comp]
+    fit_sums = sums[:n_comp]
     supply = sums[n_comp : n_comp + n_cols]
     slots = sums[n_comp + n_cols : n_comp + n_cols + 1]
     per_set = sums[n_comp + n_cols + 1 : n_comp + n_cols + 2]
@@ -136,7 +136,7 @@ def _bounds(
             f = _masked_fit(available, n, requests, masks, c)
             fits[c, n] = f
             if replicas[c] > 0 and f > 0:
-                fit_sum[c] = _add(fit_sum[c], f)
+                fit_sums[c] = _add(fit_sums[c], f)
                 fitting[0] = _add(fitting[0], f)
                 any_fit = True
         if not any_fit:
@@ -159,7 +159,7 @@ def _bounds(
     bound = upper
     for c in range(n_comp):
         if replicas[c] > 0:
-            bound = _bound(fit_sum[c], replicas[c], bound)
+            bound = _bound(fit_sums[c], replicas[c], bound)
     for k in range(n_cols):
         bound = _bound(supply[k], _demand(requests, replicas, k), bound)
     return _bound(slots[0], per_set[0], bound)
