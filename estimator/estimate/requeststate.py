@@ -21,6 +21,9 @@ Kept on each snapshot, so gone with it (the next watch event or reload); a query
 keep (querymemo.kept) is estimated on `snapshot.detached()`, so nothing of it stays:
 - `GATHERED` (noderesource): the gathered columns by column names (+ the job's own DRA names
   when in-flight workloads are deducted); 8 entries (N x K int64, a kept query's <= 2^19 cells).
+- `BY_COLUMN` (noderesource): the same columns laid out one after another (`kernels.column_layout`,
+  for the bound's column passes) by column names; 8 entries (K x N int64), none kept where the
+  layout may not serve (an amount too large for its passes: worked out again per new shape).
 - `MASKS` (noderesource): stacked node masks by the components' claims (hashed once per
   plan); 64 entries (C x N bools).
 - `PACKINGS` (noderesource): an in-flight workload's request rows, replicas and masks by
@@ -180,8 +183,10 @@ class SnapshotTable:
 
 
 # The node-resource plugin's per-snapshot tables. GATHERED: the gathered columns (N x K
-# int64, 400 KB for 5 columns at 10k nodes), read-only; MASKS: stacked node masks (C x N
+# int64, 400 KB for 5 columns at 10k nodes), read-only; BY_COLUMN: the same transposed
+# (the bound's column passes read it), as much again; MASKS: stacked node masks (C x N
 # bools) by claims; PACKINGS: an in-flight workload's request rows, replicas and masks.
 GATHERED = SnapshotTable("gathered", 8)
+BY_COLUMN = SnapshotTable("by column", 8)
 MASKS = SnapshotTable("masks", 64)
 PACKINGS = SnapshotTable("packing", 64)

@@ -8,8 +8,10 @@ component may use (filters already applied).
     sum_fit(available[N,K], request[K], mask[N]) -> int
     first_fit_sets(available[N,K], requests[C,K], replicas[C], masks[C,N], upper) -> Packing
     first_fit_bounded(same) -> Packing (first_fit_sets, with .bound from set_bound)
-    first_fit_with_bound(same) -> Packing (first_fit_bounded on a copy: `available` untouched; one call)
-    best_sets(available, requests, replicas, masks, upper, budget=None) -> Packing (with .bound, .pool)
+    first_fit_with_bound(same, by_column=None) -> Packing (first_fit_bounded on a copy: `available` untouched; one call)
+    best_sets(available, requests, replicas, masks, upper, budget=None, by_column=None) -> Packing (with .bound, .pool)
+    column_layout(available[N,K]) -> int64[K,N] or None (kept by a caller and passed to the two
+        above as by_column=: the bound's passes then run column by column; None: they may not)
     set_bound(available, requests, replicas, masks, upper) -> int (no placement reaches more; staged)
     verify_placement(available, requests, replicas, masks, sets, placement[C,N]) -> bool
     warmup() -> None
@@ -30,7 +32,7 @@ from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
 from ._numba import cache_note, loading_from_cache_only, release_linking_modules
 from .best import best_sets
 from .firstfit import first_fit_bounded, first_fit_sets, first_fit_with_bound
-from .fit import set_bound, sum_fit
+from .fit import column_layout, set_bound, sum_fit
 from .witness import verify_placement
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "REQUEST_ROWS",
     "best_sets",
     "cache_note",
+    "column_layout",
     "first_fit_bounded",
     "first_fit_sets",
     "first_fit_with_bound",

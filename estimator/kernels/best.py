@@ -385,6 +385,7 @@ def best_sets(
     budget: float | None = None,
     known_bound: int | None = None,
     known_pool: int | None = None,
+    by_column: np.ndarray | None = None,
 ) -> Packing:
     """The most complete sets we can show a placement for: >= first_fit_sets, <= upper.
 
@@ -406,14 +407,17 @@ def best_sets(
     which is how this function computes it too; a request whose first-fit answer reaches
     it then costs one first-fit pass. `known_pool`: with it, the result's `pool` of such a
     call (the eligible pool's size); a request whose search could not afford a step then
-    costs one first-fit pass too.
+    costs one first-fit pass too. `by_column`: `column_layout(available)`, if the caller
+    keeps it (the bound's column passes run on it).
     """
     if budget is not None and not (budget >= 0):  # also refuses NaN
         raise ValueError(f"budget must be None or a number >= 0, got {budget!r}")
     p = problem(available, requests, replicas, masks, upper, in_place=False)
     # First-fit on a copy and, for a bound not known, the bound's first stages in the same
     # call: the limiting component's, then the eligible pool's column totals.
-    baseline, pool = staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper, known_bound is None)
+    baseline, pool = staged_first_fit(
+        p.available, p.requests, p.replicas, p.masks, p.upper, known_bound is None, by_column
+    )
     if baseline.sets >= p.upper:
         return baseline._replace(bound=p.upper)
     n_comp = p.requests.shape[0]

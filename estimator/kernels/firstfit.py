@@ -51,12 +51,23 @@ from ._numba import kernel
 from .firstfit_pair import pair_components, pair_first_fit
 from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
-from .fit import Pool, fit_sum, magics_buffer, pool_bound, pool_pass
+from .fit import (
+    Pool,
+    column_fit_sum,
+    column_pool,
+    columnar_requests,
+    fit_sum,
+    magics_buffer,
+    pool_bound,
+    pool_pass,
+    validated_layout,
+)
 
 _MAX_BACKOFF = 63
 _WORTH_IT = 4  # a bulk step of this many sets saves more than it costs
 _NO_NODE_ORDER = readonly(np.zeros((0, 0), dtype=np.int64))
 _NO_LENGTHS = readonly(np.zeros(0, dtype=np.int64))
+_NO_COLUMNS = _NO_NODE_ORDER  # no column layout: the bound's node-by-node passes
 
 
 @kernel(inline="always")
@@ -530,7 +541,9 @@ def _staged_first_fit(
     info: np.ndarray,
     mark: np.ndarray,
     rows: np.ndarray,
-    nodes: np.ndarray,
+    columns: np.ndarray,
+    fits: np.ndarray,
+    flags: np.ndarray,
     totals: np.ndarray,
     available: np.ndarray,
     small: np.ndarray,
@@ -543,12 +556,16 @@ def _staged_first_fit(
     call: what a request of a shape not seen before costs, without a return to Python
     between its passes. info[0], info[1]: first-fit's limiting component and work; info[2]:
     the limiting component's bound (`fit.first_fit_bound`); info[3]: the eligible pool's
-    node count (`fit.eligible_pool`: nodes[:count], its column totals in `totals`); each -1
+    node count (`fit.eligible_pool`: flags[1] marks its nodes, `totals` its column
+    totals); each -1
     where its stage did not run (first-fit reached `upper`, or the stage before came down
     to first-fit's answer). Not for a job whose components all have 0 replicas. `available`
     is the caller's copy of `pristine` (first-fit consumes it), and `small`, `demand`,
-    `magics` are the scratch of `_first_fit` and `fit.fit_sum`: all the caller's, as no
-    kernel allocates."""
+    `magics` are the scratch of `_first_fit` and `fit.fit_sum`, and `fits` (int64 [N]) and
+    `flags` (bool [2, N]) that of the bound's column passes (`fit.column_fit_sum`,
+    `fit.column_pool`), which run on `columns` (`fit.column_layout` of `pristine`; an
+    empty one where that is None: then the node-by-node `fit.fit_sum` and `fit.pool_pass`
+    run): all the caller's, as no kernel allocates."""
     if which == _PAIR:
         sets = pair_first_fit(available, requests, replicas, masks, c0, c1, upper, placement, info)
     elif which == _TRIO:
@@ -586,23 +603,35 @@ def _staged_first_fit(
     else:
         limiting = -1  # no component's bound: upper, and the pool
     # The limiting component's fits first: where they prove first-fit optimal (most jobs)
-    # the eligible pool is never needed, and its pass (writing every node's index and
-    # column totals) is skipped. Where they do not, the pool's pass follows.
+    # the eligible pool is never needed, and its pass is skipped. Where they do not, the
+    # pool's pass follows. Both run column by column where the amounts allow it.
+    columnar = columns.shape == (pristine.shape[1], pristine.shape[0]) and columnar_requests(requests)
     bound = upper
     if limiting >= 0:
-        bound = min(upper, fit_sum(pristine, requests[limiting], masks[limiting], magics) // replicas[limiting])
+        if columnar:
+            total = column_fit_sum(columns, requests[limiting], masks[limiting], fits)
+        else:
+            total = fit_sum(pristine, requests[limiting], masks[limiting], magics)
+        bound = min(upper, total // replicas[limiting])
     info[2] = bound
     if bound > sets:
-        info[3] = pool_pass(pristine, requests, replicas, masks, nodes, totals)
+        if columnar:
+            info[3] = column_pool(columns, requests, replicas, masks, flags[0], flags[1], totals)
+        else:
+            info[3] = pool_pass(pristine, requests, replicas, masks, flags[1], totals)
     return sets
 
 
-def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool = True) -> tuple[Packing, Pool | None]:
+def staged_first_fit(
+    available, requests, replicas, masks, upper, bound_it: bool = True, by_column: np.ndarray | None = None
+) -> tuple[Packing, Pool | None]:
     """`karmada_first_fit` on a copy of `available` (validated arrays, left untouched), and,
     with `bound_it`, the staged bound's first stages from its answer (`_staged_first_fit`):
     the packing carries the bound they reach (-1 without `bound_it`) and the pool, if its
     stage ran, is returned too. The bound is `fit.staged_bound`'s but for its last stage,
-    the full pass over a small pool, which the caller runs (`fit.full_pass_affordable`)."""
+    the full pass over a small pool, which the caller runs (`fit.full_pass_affordable`).
+    `by_column`: `fit.column_layout(available)` if the caller keeps it (worked out here
+    otherwise, for a bound)."""
     counts = replicas.tolist()
     if not any(counts):
         # Every set is empty and "fits"; Go would loop to its bound, we answer it directly.
@@ -612,7 +641,14 @@ def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool
     order = readonly(np.arange(len(counts), dtype=np.int64)) if which == _GENERAL else _NO_LENGTHS
     placement = np.zeros(masks.shape, dtype=np.int64)
     info = np.array([-1, 0, -1, -1], dtype=np.int64)
-    nodes = np.empty(n_nodes if bound_it else 0, dtype=np.int64)
+    width = n_nodes if bound_it else 0
+    if by_column is not None and (by_column.shape != (n_cols, n_nodes) or by_column.dtype != np.int64):
+        raise ValueError(f"by_column must be int64 [{n_cols}, {n_nodes}] (available's columns), got {by_column.shape}")
+    if bound_it and by_column is None:
+        by_column = validated_layout(available)
+    columns = _NO_COLUMNS if by_column is None else by_column
+    fits = np.empty(width, dtype=np.int64)
+    flags = np.empty((2, width), dtype=np.bool_)
     totals = np.empty(n_cols, dtype=np.int64)
     sets = _staged_first_fit(
         readonly(available),
@@ -632,7 +668,9 @@ def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool
         info,
         _mark(n_nodes),
         trio_scratch(),
-        nodes,
+        columns,
+        fits,
+        flags,
         totals,
         available.copy(),  # what first-fit consumes (numpy's copy: one memcpy)
         *_small_scratch(requests, order),
@@ -645,7 +683,7 @@ def staged_first_fit(available, requests, replicas, masks, upper, bound_it: bool
         return Packing(sets, placement, upper, limiting, work), None
     if count < 0:
         return Packing(sets, placement, bound, limiting, work), None
-    pool = Pool(nodes[:count], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
+    pool = Pool(flags[1], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
     return Packing(sets, placement, pool.bound, limiting, work), pool
 
 
@@ -674,13 +712,14 @@ def first_fit_bounded(available, requests, replicas, masks, upper) -> Packing:
     return packing._replace(bound=bound)
 
 
-def first_fit_with_bound(available, requests, replicas, masks, upper) -> Packing:
+def first_fit_with_bound(available, requests, replicas, masks, upper, by_column=None) -> Packing:
     """`first_fit_bounded` on a copy: `available` is not consumed (the snapshot's columns),
-    and first-fit with the bound's first stages is one call (`staged_first_fit`)."""
+    and first-fit with the bound's first stages is one call (`staged_first_fit`; `by_column`:
+    `column_layout(available)`, if the caller keeps it)."""
     from .fit import full_stage  # the Python wrappers may call across modules
 
     p = problem(available, requests, replicas, masks, upper, in_place=False)
-    packing, pool = staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+    packing, pool = staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper, True, by_column)
     if pool is None or packing.bound <= packing.sets:
         return packing
     return packing._replace(bound=full_stage(p.available, p.requests, p.replicas, p.masks, p.upper, pool))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from estimator import kernels
 from estimator.kernels import fit
-from estimator.kernels._arrays import problem
+from estimator.kernels._arrays import problem, readonly
 from tests.kernels.test_properties import clusters
 
 INT64_MAX = 2**63 - 1
@@ -98,19 +98,91 @@ def _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c):
     return min(total, INT64_MAX), pool, totals
 
 
+# Scales for the amounts: as drawn; just below the column passes' limit (their float
+# estimate of each quotient is then least exact); near int64's edge (the node-by-node
+# passes' division by multiplication and saturation; the column passes refuse it).
+_SCALES = {"drawn": 1, "below the column limit": (fit.COLUMNAR_LIMIT - 1) // 8, "int64 edge": 2**58}
+
+
+def _scaled(available, requests, scale: int):
+    """available and requests (but pods) times `scale`, less one here and there (so a
+    quotient is not always exact), clipped below int64's edge."""
+    if scale == 1:
+        return available, requests
+    if scale == 2**58:
+        return np.minimum(available, 31) * scale, requests
+    big = np.minimum(available, 8) * scale - (available % 2)
+    reqs = requests.copy()
+    reqs[:, 1:] = requests[:, 1:] * (scale // 4) + (requests[:, 1:] % 3 == 1)
+    return np.maximum(big, 0), reqs
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters(), st.integers(0, 3), st.booleans())
-def test_the_staged_passes_fit_sum_and_pool_are_what_they_mean(case, c, huge):
+@given(clusters(), st.integers(0, 3), st.sampled_from(sorted(_SCALES)))
+def test_the_staged_passes_fit_sum_and_pool_are_what_they_mean(case, c, scale):
+    """Both forms of the bound's passes, node by node and column by column, against plain
+    Python; the column form runs exactly where its pass over the layout allows it."""
     available, requests, replicas, masks, _ = case
-    if huge:  # near int64's edge: the divisions by multiplication and the saturation
-        available = np.minimum(available, 31) * 2**58
+    available, requests = _scaled(available, requests, _SCALES[scale])
     c = min(c, len(replicas) - 1)
     p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
-    nodes = np.empty(available.shape[0], dtype=np.int64)
-    totals = np.empty(available.shape[1], dtype=np.int64)
-    total = fit.fit_sum(p.available, p.requests[c], p.masks[c], fit.magics_buffer(available.shape[1]))
-    count = fit.pool_pass(p.available, p.requests, p.replicas, p.masks, nodes, totals)
+    n_nodes, n_cols = available.shape
     want_total, want_pool, want_totals = _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c)
+    usable = np.empty(n_nodes, dtype=np.bool_)
+    totals = np.empty(n_cols, dtype=np.int64)
+    total = fit.fit_sum(p.available, p.requests[c], p.masks[c], fit.magics_buffer(n_cols))
+    count = fit.pool_pass(p.available, p.requests, p.replicas, p.masks, usable, totals)
     assert total == want_total
-    assert nodes[:count].tolist() == want_pool
+    assert np.flatnonzero(usable).tolist() == want_pool and count == len(want_pool)
     assert totals.tolist() == want_totals
+
+    columns = fit.column_layout(p.available)
+    small = int(available.max(initial=0)) < fit.COLUMNAR_LIMIT
+    assert (columns is not None) == (small and all(t < 2**62 for t in available.sum(axis=0, dtype=object)))
+    assert fit.columnar_requests(p.requests) == (int(requests.max()) < fit.COLUMNAR_LIMIT)
+    if columns is None or not fit.columnar_requests(p.requests):
+        return
+    assert columns.tolist() == available.T.tolist()
+    flags = np.empty((2, n_nodes), dtype=np.bool_)
+    assert fit.column_fit_sum(columns, p.requests[c], p.masks[c], np.empty(n_nodes, dtype=np.int64)) == want_total
+    count = fit.column_pool(columns, p.requests, p.replicas, p.masks, flags[0], flags[1], totals)
+    assert np.flatnonzero(flags[1]).tolist() == want_pool and count == len(want_pool)
+    assert totals.tolist() == want_totals
+
+
+def test_the_column_division_is_exact_up_to_its_limit():
+    """Quotients the float estimate gets least right: dividends just around multiples of
+    large and small divisors, up to COLUMNAR_LIMIT - 1, checked against Python's //."""
+    limit = fit.COLUMNAR_LIMIT
+    rng = np.random.default_rng(7)
+    divisors = [1, 2, 3, 7, 1000, 2**31 - 1, 2**32 + 1, 10**12 + 39, limit // 3, limit - 1]
+    divisors += rng.integers(1, limit, 200).tolist()
+    for r in divisors:
+        top = (limit - 1) // r * r  # the largest multiple below the limit
+        dividends = {0, 1, r - 1, r, r + 1, top - 1, top, min(top + r - 1, limit - 1), limit - 1}
+        dividends |= {int(x) for x in rng.integers(0, limit, 40)}
+        dividends |= {max(0, int(q) * r + d) for q in rng.integers(0, (limit - 1) // r + 1, 20) for d in (-1, 0, 1)}
+        xs = np.array(sorted(x for x in dividends if 0 <= x < limit), dtype=np.int64)
+        request = readonly(np.array([1, r], dtype=np.int64))  # as the staged kernel passes it: one signature
+        columns = readonly(np.vstack([np.full(xs.shape, limit - 1, dtype=np.int64), xs]))  # pods never the least
+        fits = np.empty(xs.shape[0], dtype=np.int64)
+        for n, x in enumerate(xs.tolist()):  # one node at a time: the sum is that node's quotient
+            mask = np.zeros(xs.shape[0], dtype=np.bool_)
+            mask[n] = True
+            assert fit.column_fit_sum(columns, request, readonly(mask), fits) == x // r, (x, r)
+
+
+def test_the_column_layout_refuses_what_its_passes_cannot_add_or_divide():
+    """None (the node-by-node passes) for an amount at COLUMNAR_LIMIT, for a column whose
+    total reaches 2**62 from amounts each below the limit (more nodes than one chunk of the
+    check holds), and for int64's largest amount (whose sum would wrap); else the columns."""
+    limit = fit.COLUMNAR_LIMIT
+
+    def layout(column):
+        available = np.column_stack([np.ones(len(column), dtype=np.int64), np.array(column, dtype=np.int64)])
+        return fit.column_layout(available)
+
+    assert layout([limit - 1] * 4000).tolist()[1] == [limit - 1] * 4000
+    assert layout([limit - 1] * 4096 + [2**20]) is None  # 2**62 - 4096 + 2**20: past 2**62
+    assert layout([0, limit, 0]) is None
+    assert layout([5] * 5000 + [INT64_MAX, INT64_MAX]) is None

@@ -37,7 +37,7 @@ from estimator.core.resources import MAX_INT32, PODS
 from estimator.core.snapshot import ClusterSnapshot
 from estimator.estimate.framework import Code, EstimateContext, PluginResult
 from estimator.estimate.querymemo import HashedKey
-from estimator.estimate.requeststate import GATHERED, MASKS, PACKINGS
+from estimator.estimate.requeststate import BY_COLUMN, GATHERED, MASKS, PACKINGS
 from estimator.kernels import AMOUNTS, FLAGS, REQUEST_ROWS, vouch, vouched_copy
 
 NAME = "NodeResourceEstimator"
@@ -81,6 +81,13 @@ def _pristine(snapshot: ClusterSnapshot, columns: tuple[str, ...], own: frozense
 
     key = columns if own is None or not snapshot.dra_served else (columns, own)
     return GATHERED.get(snapshot, key, gather)
+
+
+def _by_column(snapshot: ClusterSnapshot, columns: tuple[str, ...], pristine: np.ndarray) -> np.ndarray | None:
+    """The gathered columns (`_pristine`'s) laid out one after another, for the bound's
+    passes over every node (`kernels.column_layout`), shared by every request on this
+    snapshot that asks for these columns (None where that layout may not serve)."""
+    return BY_COLUMN.get(snapshot, columns, lambda: kernels.column_layout(pristine))
 
 
 def _request_row(shape: ReplicaShape, index: dict[str, int]) -> np.ndarray:
@@ -270,9 +277,11 @@ def _best_with_bound(
     key: HashedKey,
     pool_key: HashedKey,
     budget: float | None,
+    columns: tuple[str, ...],
 ) -> kernels.Packing:
     """Best mode, reusing the bound (`key`: `_Plan.bound_key`) worked out for this snapshot
-    and shape (either mode), and the size of its eligible pool (best mode's, `pool_key`)."""
+    and shape (either mode), and the size of its eligible pool (best mode's, `pool_key`).
+    `columns`: the plan's (whose layout by column a new shape's bound reads)."""
     if query.assumed:
         return kernels.best_sets(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, budget=budget)
     known = cast("int | None", snapshot.peek_derived(key))
@@ -285,6 +294,7 @@ def _best_with_bound(
         budget=budget,
         known_bound=known,
         known_pool=None if known is None else cast("int | None", snapshot.peek_derived(pool_key)),
+        by_column=None if known is not None else _by_column(snapshot, columns, available),
     )
     if known is None:
         snapshot.derived(key, lambda: packing.bound)
@@ -294,7 +304,12 @@ def _best_with_bound(
 
 
 def _first_fit_with_bound(
-    snapshot: ClusterSnapshot, available: np.ndarray, arrays: _Packing, query: ComponentSetsQuery, key: HashedKey
+    snapshot: ClusterSnapshot,
+    available: np.ndarray,
+    arrays: _Packing,
+    query: ComponentSetsQuery,
+    key: HashedKey,
+    columns: tuple[str, ...],
 ) -> kernels.Packing:
     """First-fit's answer, always computed, with its upper bound, worked out once per
     snapshot and request shape: the scheduler asks the same shapes again and again, and the
@@ -312,7 +327,9 @@ def _first_fit_with_bound(
         )
         return packing._replace(bound=known)
     # With no in-flight workloads the bound reads the snapshot's untouched columns.
-    packing = kernels.first_fit_with_bound(available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32)
+    packing = kernels.first_fit_with_bound(
+        available, arrays.requests, arrays.replicas, arrays.masks, MAX_INT32, _by_column(snapshot, columns, available)
+    )
     return packing._replace(bound=snapshot.derived(key, lambda: packing.bound))
 
 
@@ -378,10 +395,10 @@ class NodeResourcePlugin:
         plan = ctx.caches.plans.get(query, _Plan)
         available, arrays = plan.arrays(snapshot, query)
         if ctx.packing == "first-fit":
-            packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key)
+            packing = _first_fit_with_bound(snapshot, available, arrays, query, plan.bound_key, plan.columns)
         else:
             packing = _best_with_bound(
-                snapshot, available, arrays, query, plan.bound_key, plan.pool_key, ctx.best_budget
+                snapshot, available, arrays, query, plan.bound_key, plan.pool_key, ctx.best_budget, plan.columns
             )
         if packing.sets == 0:
             return PluginResult(0, Code.UNSCHEDULABLE, REASON_NO_RESOURCES, detail=packing)
