@@ -5,6 +5,7 @@ the bound is the one the pass gives, on random clusters and at int64's edge."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,11 +32,17 @@ def assert_as_the_pass(available, requests, replicas, masks, upper):
     first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, upper)
     p = problem(available, requests, replicas, masks, upper, in_place=False)
     expected = fit.component_bound(p.available, p.requests, p.replicas, p.masks, first_fit.limiting, p.upper)
-    assert fit.first_fit_bound(p.available, p.requests, p.replicas, p.masks, p.upper, first_fit.sets,
-                               first_fit.limiting) == expected
+    assert (
+        fit.first_fit_bound(p.available, p.requests, p.replicas, p.masks, p.upper, first_fit.sets, first_fit.limiting)
+        == expected
+    )
     staged = kernels.set_bound(available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting)
-    assert kernels.set_bound(available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting,
-                             first_fit=True) == staged
+    assert (
+        kernels.set_bound(
+            available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting, first_fit=True
+        )
+        == staged
+    )
     assert kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper).bound == staged
 
 
@@ -64,10 +71,14 @@ def test_a_one_component_job_on_a_large_member_skips_the_pass(monkeypatch):
     expected = kernels.set_bound(available, requests, replicas, masks, MAX_INT32, -1, 0)
     monkeypatch.setattr(fit, "_sum_fit", None)  # any pass would fail
     first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
-    assert kernels.set_bound(available, requests, replicas, masks, MAX_INT32, first_fit.sets, first_fit.limiting,
-                             first_fit=True) == expected == first_fit.sets
+    assert (
+        kernels.set_bound(
+            available, requests, replicas, masks, MAX_INT32, first_fit.sets, first_fit.limiting, first_fit=True
+        )
+        == expected
+        == first_fit.sets
+    )
     assert kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=1.0).bound == expected
-
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,7 +91,12 @@ def test_first_fit_with_its_bound_in_one_call_is_first_fit_bounded(case):
     one_call = kernels.first_fit_with_bound(available, requests, replicas, masks, upper)
     bounded = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, upper)
     assert (one_call.sets, one_call.placement.tolist(), one_call.bound, one_call.limiting, one_call.work) == (
-        bounded.sets, bounded.placement.tolist(), bounded.bound, bounded.limiting, bounded.work)
+        bounded.sets,
+        bounded.placement.tolist(),
+        bounded.bound,
+        bounded.limiting,
+        bounded.work,
+    )
     assert available.tolist() == before.tolist()
 
 
@@ -91,9 +107,14 @@ def _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c):
     for n, row in enumerate(available.tolist()):
         if masks[c, n]:
             total += min([a // r for a, r in zip(row, requests[c].tolist()) if r > 0], default=INT64_MAX)
-    pool = [n for n, row in enumerate(available.tolist())
-            if any(replicas[x] > 0 and masks[x, n] and all(a >= r for a, r in zip(row, requests[x].tolist()))
-                   for x in range(len(replicas)))]
+    pool = [
+        n
+        for n, row in enumerate(available.tolist())
+        if any(
+            replicas[x] > 0 and masks[x, n] and all(a >= r for a, r in zip(row, requests[x].tolist()))
+            for x in range(len(replicas))
+        )
+    ]
     totals = [min(sum(int(available[n, k]) for n in pool), INT64_MAX) for k in range(available.shape[1])]
     return min(total, INT64_MAX), pool, totals
 
@@ -186,3 +207,33 @@ def test_the_column_layout_refuses_what_its_passes_cannot_add_or_divide():
     assert layout([limit - 1] * 4096 + [2**20]) is None  # 2**62 - 4096 + 2**20: past 2**62
     assert layout([0, limit, 0]) is None
     assert layout([5] * 5000 + [INT64_MAX, INT64_MAX]) is None
+
+
+def test_a_new_shape_gets_the_same_bound_with_or_without_the_column_layout():
+    """The staged kernel's bound from its column passes (the layout given, or worked out by
+    the wrapper) and from its node-by-node passes (amounts at COLUMNAR_LIMIT and above, no
+    layout) equals `set_bound`'s, whose passes are node by node; a layout of the wrong
+    shape is refused."""
+    rng = np.random.default_rng(11)
+    for scale in (1, fit.COLUMNAR_LIMIT):
+        available = rng.integers(0, 9, (40, 3)).astype(np.int64) * np.array([1, scale, scale])
+        requests = np.array([[1, 2 * scale, 3 * scale], [1, 3 * scale, 1 * scale]], dtype=np.int64)
+        replicas = np.array([1, 3], dtype=np.int64)
+        masks = rng.random((2, 40)) < 0.8
+        layout = fit.column_layout(available)
+        assert (layout is None) == (scale > 1)
+        first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
+        expected = kernels.set_bound(
+            available, requests, replicas, masks, MAX_INT32, first_fit.sets, first_fit.limiting
+        )
+        for by_column in (layout, None):
+            assert (
+                kernels.first_fit_with_bound(available, requests, replicas, masks, MAX_INT32, by_column).bound
+                == expected
+            )
+            assert (
+                kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=0, by_column=by_column).bound
+                == expected
+            )
+    with pytest.raises(ValueError, match="by_column"):
+        kernels.best_sets(available, requests, replicas, masks, MAX_INT32, by_column=np.zeros((3, 39), dtype=np.int64))
