@@ -556,10 +556,9 @@ def _staged_first_fit(
     call: what a request of a shape not seen before costs, without a return to Python
     between its passes. info[0], info[1]: first-fit's limiting component and work; info[2]:
     the limiting component's bound (`fit.first_fit_bound`); info[3]: the eligible pool's
-    node count (`fit.eligible_pool`: flags[1] marks its nodes, `totals` its column
-    totals); each -1
-    where its stage did not run (first-fit reached `upper`, or the stage before came down
-    to first-fit's answer). Not for a job whose components all have 0 replicas. `available`
+    node count (`fit.eligible_pool`: flags[1] marks its nodes, `totals` holds its column
+    totals); each -1 where its stage did not run (first-fit reached `upper`, or the stage
+    before came down to first-fit's answer). Not for a job whose components all have 0 replicas. `available`
     is the caller's copy of `pristine` (first-fit consumes it), and `small`, `demand`,
     `magics` are the scratch of `_first_fit` and `fit.fit_sum`, and `fits` (int64 [N]) and
     `flags` (bool [2, N]) that of the bound's column passes (`fit.column_fit_sum`,
