@@ -261,11 +261,11 @@ def _pool_pass(
 # component, `_pool_pass`) instead run on the columns laid out one after another
 # (`by_column`, int64 [K, N]), one column at a time, which the compiler turns into vector
 # instructions (several times faster: CHANGELOG). The layout itself (`column_layout`) is
-# kept per snapshot by the node-resource plugin. Division has no vector instruction: a column divides through a
-# float estimate of each quotient corrected by one either way, exact while every amount
-# and request is below COLUMNAR_LIMIT (the estimate is then off by less than one);
-# `_columnar` checks that, and that each column's total stays below 2**62 (so no sum of
-# it saturates). Anything larger takes the node-by-node passes.
+# kept per snapshot by the node-resource plugin. Division has no vector instruction: a
+# column divides through a float estimate of each quotient corrected by one either way,
+# exact while every amount and request is below COLUMNAR_LIMIT (the estimate is then off
+# by less than one); `_columnar` checks that, and that each column's total stays below
+# 2**62 (so no sum of it saturates). Anything larger takes the node-by-node passes.
 COLUMNAR_LIMIT = 2**50
 _COLUMN_TOTAL_LIMIT = 2**62
 
