@@ -22,8 +22,8 @@ keep (querymemo.kept) is estimated on `snapshot.detached()`, so nothing of it st
 - `GATHERED` (noderesource): the gathered columns by column names (+ the job's own DRA names
   when in-flight workloads are deducted); 8 entries (N x K int64, a kept query's <= 2^19 cells).
 - `BY_COLUMN` (noderesource): the same columns laid out one after another (`kernels.column_layout`,
-  for the bound's column passes) by column names; 8 entries (K x N int64), none kept where the
-  layout may not serve (an amount too large for its passes: worked out again per new shape).
+  for the bound's column passes) by column names; 8 entries (K x N int64), or None where the
+  layout may not serve (an amount too large for its passes: the node-by-node passes run).
 - `MASKS` (noderesource): stacked node masks by the components' claims (hashed once per
   plan); 64 entries (C x N bools).
 - `PACKINGS` (noderesource): an in-flight workload's request rows, replicas and masks by
@@ -153,6 +153,9 @@ class RequestCaches:
         return self.answers.held_bytes()
 
 
+_MISSING = object()  # no entry in a SnapshotTable (None may be one)
+
+
 @dataclass(frozen=True)
 class SnapshotTable:
     """A small table kept on a snapshot (in `ClusterSnapshot.derived`), the oldest entry
@@ -168,10 +171,11 @@ class SnapshotTable:
         return snapshot.derived((__name__, self.name), dict)
 
     def get(self, snapshot: ClusterSnapshot, key: Hashable, compute: Callable[[], T]) -> T:
-        """The value kept for `key` on `snapshot`, else `compute()`, kept."""
+        """The value kept for `key` on `snapshot`, else `compute()`, kept (None too: a value
+        that is None is known, not missing)."""
         table: dict[Hashable, Any] = snapshot.derived((__name__, self.name), dict)
-        value = table.get(key)
-        if value is None:
+        value = table.get(key, _MISSING)
+        if value is _MISSING:
             value = compute()
             while len(table) >= self.entries:
                 try:

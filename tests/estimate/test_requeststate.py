@@ -57,3 +57,21 @@ def test_kernel_inputs_are_private_arrays_kept_nowhere():
     assert first.columns[0] == "pods" and first.requests[:, 0].tolist() == [1, 1]
     assert first.masks.shape == (2, snapshot.num_nodes) and first.upper == 2**31 - 1
     assert not requeststate.GATHERED.entries_on(snapshot), "nothing kept on the snapshot"
+
+
+def test_a_snapshot_table_keeps_a_none_and_stays_within_its_entries():
+    snapshot = member(3)
+    table = SnapshotTable("test none", 2)
+    calls = []
+
+    def compute(value):
+        calls.append(value)
+        return value
+
+    # None is an answer (the column layout that may not serve): worked out once, not per call.
+    assert table.get(snapshot, "a", lambda: compute(None)) is None
+    assert table.get(snapshot, "a", lambda: compute(None)) is None
+    assert calls == [None]
+    table.get(snapshot, "b", lambda: compute(1))
+    table.get(snapshot, "c", lambda: compute(2))
+    assert list(table.entries_on(snapshot)) == ["b", "c"], "the oldest went first"
