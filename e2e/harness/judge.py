@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from e2e.harness import oracle
 from e2e.harness.cluster import KubeBed
 from e2e.harness.estimators import Running
@@ -40,6 +42,8 @@ from tests.support import naive
 # Quota admission on: the apiserver refuses what a quota does not admit, as in a real member.
 JUDGE_DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition,StorageObjectInUseProtection,DefaultStorageClass"
 TRIAL_SECONDS = 30.0  # a set not bound (nor refused) by then counts as not bound
+SETTLE_SECONDS = 30.0  # kube-scheduler's cache reaches the member's pods by then, or the judge says so
+PINNED_WAITS = (1.0, 3.0)  # a refused pinned trial is tried again after each of these
 
 _DRA_GROUP = "resource.k8s.io/v1"
 _CLUSTER_PATHS = {"RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
@@ -51,6 +55,9 @@ _DUMPED = (("Node", "v1", "/api/v1/nodes"), ("Pod", "v1", "/api/v1/pods"),
            ("DeviceClass", _DRA_GROUP, _CLUSTER_PATHS["DeviceClass"]),
            ("ResourceSlice", _DRA_GROUP, _CLUSTER_PATHS["ResourceSlice"]),
            ("ResourceClaim", _DRA_GROUP, f"/apis/{_DRA_GROUP}/resourceclaims"))
+
+# kube-scheduler's self-signed serving certificate, on loopback
+_INSECURE = ssl._create_unverified_context()
 
 SCHEDULER_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
@@ -74,6 +81,7 @@ class JudgeBed:
         self.work = self.kube.work
         self.version = kube_version
         self.scheduler: Proc | None = None
+        self._metrics: urllib.request.Request | None = None
 
     @property
     def kubeconfig(self) -> Path:
@@ -95,10 +103,19 @@ class JudgeBed:
             self.scheduler_bin, "--config", config_path, "--bind-address", "127.0.0.1", "--secure-port", port,
             "--authentication-kubeconfig", self.kubeconfig, "--authorization-kubeconfig", self.kubeconfig, "--v", "1",
         ], self.work).start()
-        insecure = ssl._create_unverified_context()  # its own self-signed serving certificate, on loopback
         wait_for("kube-scheduler /healthz", lambda: urllib.request.urlopen(
-            f"https://127.0.0.1:{port}/healthz", timeout=2, context=insecure).read() == b"ok", 120, self.scheduler)
+            f"https://127.0.0.1:{port}/healthz", timeout=2, context=_INSECURE).read() == b"ok", 120, self.scheduler)
+        token = json.loads(self.kubeconfig.read_text())["users"][0]["user"]["token"]
+        self._metrics = urllib.request.Request(f"https://127.0.0.1:{port}/metrics",
+                                               headers={"Authorization": f"Bearer {token}"})
         return self
+
+    def scheduler_cache(self) -> dict[str, int]:
+        """kube-scheduler's own count of what its cache holds ({"pods", "assumed_pods", "nodes"})
+        and of binding cycles in flight ("binding"), from its /metrics."""
+        assert self._metrics is not None, "start() first"
+        with urllib.request.urlopen(self._metrics, timeout=10, context=_INSECURE) as response:
+            return scheduler_cache_sizes(response.read().decode())
 
 
 @dataclass
@@ -129,7 +146,7 @@ class JudgeTally:
     binpack_only: int = 0  # order misses where the bin-packing profile bound the set
     first_fit_order: int = 0  # first-fit false rejections where best mode answered >= 1 (explained)
     contested_devices: int = 0  # ours 0 on a job asking two DRA names one device can serve (explained)
-    pinned_retries: int = 0  # pinned trials refused once and tried again after a second
+    pinned_retries: int = 0  # pinned trials refused and tried again (PINNED_WAITS)
     dra_members: int = 0
     failures: list[str] = field(default_factory=list)
     rejections: list[str] = field(default_factory=list)
@@ -189,6 +206,7 @@ class Judge:
         self.tally = JudgeTally()
         self.pool = ThreadPoolExecutor(8)
         self._namespaces: list[str] = []
+        self.refusal = ""  # kube-scheduler's word on the pod of the last trial it refused
         self._cluster_objects()
 
     def _cluster_objects(self) -> None:
@@ -321,6 +339,7 @@ class Judge:
     def _trial(self, member: RealMember, names: dict[str, str], job: Job, tag: str, scheduler: str, sets: int = 1,
                pins: dict[str, list[str]] | None = None, assumed_pins: list | None = None) -> bool:
         started = time.monotonic()
+        self._settle(member)
         query = job.query
         ns = self._namespace(f"m{member.seed}-{job.name}-{tag}")
         origin = {used: generated for generated, used in names.items()}[query.namespace]
@@ -337,14 +356,16 @@ class Judge:
             return self._bind(job_pods(query.components, ns, scheduler, sets=sets, pins=pins), ns)
         finally:
             self.api.delete(namespaced(ns, "pods"), grace=0)
+            # No binding cycle left that could still make a claim for a pod just deleted.
+            self._settle(member)
             if member.dra:  # the claims kube-scheduler made for the pods' DRA-served resources
                 self._delete_claims(ns)
-            time.sleep(0.05)  # let the scheduler's informer see the deletions before the next trial
             self._timed("trials", started)
 
     def _bind(self, pods: list[dict], ns: str) -> bool:
-        """Create the pods; True when kube-scheduler binds every one before the deadline."""
-        refused = [False]
+        """Create the pods; True when kube-scheduler binds every one before the deadline. When
+        not, `self.refusal` says which pod was refused and why."""
+        refusals: list[str] = []
 
         def create(pod: dict) -> None:
             try:
@@ -352,35 +373,63 @@ class Judge:
             except ApiStatus as error:
                 if error.status != 403:  # 403: refused by quota admission, which counts as not bound
                     raise
-                refused[0] = True
+                refusals.append(f"{pod['metadata']['name']}: {error.message}")
 
         for done in [self.pool.submit(create, pod) for pod in pods]:
             done.result()
-        if refused[0]:
+        if refusals:
+            self.refusal = refusals[0]
             return False
         deadline = time.monotonic() + TRIAL_SECONDS
         while time.monotonic() < deadline:
             items = self.api.items(namespaced(ns, "pods"))
             mine = [p for p in items if p["metadata"]["name"] in {q["metadata"]["name"] for q in pods}]
-            if any(_unschedulable(p) for p in mine):
+            refusals = [f"{p['metadata']['name']}: {why}" for p in mine if (why := _refusal(p)) is not None]
+            if refusals:
+                self.refusal = refusals[0]
                 return False
             if len(mine) == len(pods) and all(p["spec"].get("nodeName") for p in mine):
                 return True
             time.sleep(0.03)
-        self.tally.failures.append(f"namespace {ns}: neither bound nor refused within {TRIAL_SECONDS:.0f} s")
+        self.refusal = f"neither bound nor refused within {TRIAL_SECONDS:.0f} s"
+        self.tally.failures.append(f"namespace {ns}: {self.refusal}")
         return False
 
     def _pinned_trial(self, member: RealMember, names: dict[str, str], job: Job, tag: str, sets: int,
-                      pins: dict[str, list[str]], assumed: list | None) -> bool:
-        """A pinned trial, once more after a second when refused: every pod goes to a node our
-        witness says has room, so a refusal can also be kube-scheduler's cache not yet showing
-        the previous trial's pods deleted (seen once on a loaded machine, never reproduced);
-        the second verdict stands, and the retry is counted."""
-        if self._trial(member, names, job, tag, SCHEDULERS[0], sets=sets, pins=pins, assumed_pins=assumed):
-            return True
-        time.sleep(1.0)
-        self.tally.pinned_retries += 1
-        return self._trial(member, names, job, f"{tag}2", SCHEDULERS[0], sets=sets, pins=pins, assumed_pins=assumed)
+                      pins: dict[str, list[str]], assumed: list | None) -> tuple[bool, list[str]]:
+        """A pinned trial, tried again after each of PINNED_WAITS while refused; returns the last
+        verdict and kube-scheduler's refusals. Every pod goes to a node our witness says has
+        room, so a refusal can also be a view kube-scheduler has not caught up on: `_settle`
+        covers its pod cache, not its view of the claims deleted after the last trial (a loaded
+        CI machine refused a witness twice, one second apart, that bound in every run since).
+        A witness that does not fit is refused every time; the retries are counted."""
+        refusals: list[str] = []
+        for attempt, wait in enumerate((0.0, *PINNED_WAITS)):
+            if attempt:
+                time.sleep(wait)
+                self.tally.pinned_retries += 1
+            if self._trial(member, names, job, f"{tag}{attempt or ''}", SCHEDULERS[0], sets=sets, pins=pins,
+                           assumed_pins=assumed):
+                return True, refusals
+            refusals.append(self.refusal)
+        return False, refusals
+
+    def _settle(self, member: RealMember) -> None:
+        """Wait until kube-scheduler's cache holds the member's own nodes and pods, nothing
+        assumed, no binding cycle in flight: a trial judged on a cache still showing the last
+        trial's pods would be refused room that is there, and a binding cycle still running
+        for a deleted pod can make a claim after its namespace's claims were swept."""
+        want = {"nodes": len(member.nodes), "pods": cached_pods(member.pods), "assumed_pods": 0, "binding": 0}
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            seen = self.bed.scheduler_cache()
+            if all(seen.get(k, 0) == v for k, v in want.items()):
+                return
+            if time.monotonic() > deadline:
+                self.tally.failures.append(f"seed {member.seed}: kube-scheduler's cache did not settle within "
+                                           f"{SETTLE_SECONDS:.0f} s: {seen}, want {want}")
+                return
+            time.sleep(0.03)
 
     # -- one member ------------------------------------------------------------------------------------
     def run_member(self, member: RealMember) -> None:
@@ -406,18 +455,18 @@ class Judge:
         assumed = _assumed_pins(ref, job)
         pinned = None
         if not (default_binds or binpack_binds) and witness is not None:
-            pinned = self._pinned_trial(member, names, job, "p", 1, _one_set(witness, job), assumed)
+            pinned, _ = self._pinned_trial(member, names, job, "p", 1, _one_set(witness, job), assumed)
         verdict = Verdict(answer, default_binds, binpack_binds, pinned)
         served = {n for c in member.device_classes for n in _class_names(c)}
         asked = {name for c in job.query.components for name, _ in c.shape.requests if name in served}
         self.tally.add(member.seed, job, verdict, len(asked))
         if answer["best"] >= 1 and witness is not None:
             self.tally.witnesses_tested += 1
-            ok = self._pinned_trial(member, names, job, "w", answer["best"], _expanded(witness), assumed)
+            ok, refusals = self._pinned_trial(member, names, job, "w", answer["best"], _expanded(witness), assumed)
             self.tally.witnesses_accepted += ok
             if not ok:
                 self.tally.failures.append(f"seed {member.seed} {job.name}: kube-scheduler refused our best witness "
-                                           f"of {answer['best']} sets")
+                                           f"of {answer['best']} sets: " + " | ".join(r[:200] for r in refusals))
 
 
 # -- helpers (pure) ------------------------------------------------------------------------------------------
@@ -438,17 +487,37 @@ def _class_names(device_class: dict) -> tuple[str, ...]:
     return (implicit, explicit) if explicit else (implicit,)
 
 
-def _unschedulable(pod: dict) -> bool:
-    """kube-scheduler gave up on the pod: no node fits, or the claim it makes for a DRA-served
-    resource is refused by quota admission (retried for ever, never bound)."""
+def _refusal(pod: dict) -> str | None:
+    """kube-scheduler's message where it gave up on the pod: no node fits, or the claim it makes
+    for a DRA-served resource is refused by quota admission (retried for ever, never bound)."""
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") != "PodScheduled" or c.get("status") != "False":
             continue
-        if c.get("reason") == "Unschedulable":
-            return True
-        if c.get("reason") == "SchedulerError" and "exceeded quota" in (c.get("message") or ""):
-            return True
-    return False
+        message = c.get("message") or ""
+        if c.get("reason") == "Unschedulable" or (c.get("reason") == "SchedulerError" and "exceeded quota" in message):
+            return message or c["reason"]
+    return None
+
+
+def cached_pods(pods: list[dict]) -> int:
+    """How many of a member's pods kube-scheduler's cache holds: every bound one but those
+    that have finished (Succeeded or Failed), which hold nothing."""
+    return sum(1 for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed"))
+
+
+def scheduler_cache_sizes(metrics: str) -> dict[str, int]:
+    """{"pods", "assumed_pods", "nodes"} from `scheduler_cache_size`, and "binding" from
+    `scheduler_goroutines` (absent until the first binding), out of kube-scheduler's /metrics."""
+    wanted = ("scheduler_cache_size", "scheduler_goroutines")
+    lines = "\n".join(line for line in metrics.splitlines() if line.startswith(wanted))
+    sizes: dict[str, int] = {}
+    for family in text_string_to_metric_families(lines + "\n"):
+        for sample in family.samples:
+            if family.name == "scheduler_cache_size":
+                sizes[sample.labels["type"]] = int(sample.value)
+            elif sample.labels.get("operation") == "binding":
+                sizes["binding"] = int(sample.value)
+    return sizes
 
 
 def _converged(ask, want, timeout: float) -> bool:

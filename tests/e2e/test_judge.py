@@ -8,6 +8,8 @@ as `docs/semantics.md` defines them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import kubernetes_validate
 import pytest
 
@@ -158,3 +160,101 @@ def test_the_judge_line_has_the_issues_form():
         "judge: 3 members, kube-scheduler v1.36.3: ours false placements 0/0 (first-fit/best), false rejections 0/0, "
         "witnesses accepted 2/2, scheduler-order misses 0; Karmada false placements 0, false rejections 0; DRA members 0")
     assert tally.ours_ok()
+
+
+# A part of kube-scheduler v1.36's /metrics as it serves them (comments, other families, a
+# label set per cache kind); the numbers are this test's.
+_METRICS = """# HELP scheduler_cache_size [ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler cache.
+# TYPE scheduler_cache_size gauge
+scheduler_cache_size{type="assumed_pods"} 2
+scheduler_cache_size{type="nodes"} 45
+scheduler_cache_size{type="pods"} 87
+# HELP scheduler_goroutines [ALPHA] Number of running goroutines split by the work they do such as binding.
+# TYPE scheduler_goroutines gauge
+scheduler_goroutines{operation="Filter"} 0
+scheduler_goroutines{operation="binding"} 3
+# HELP scheduler_pending_pods [STABLE] Number of pending pods, by the queue type.
+# TYPE scheduler_pending_pods gauge
+scheduler_pending_pods{queue="active"} 4
+"""
+
+
+def test_the_scheduler_cache_sizes_are_read_from_its_metrics():
+    assert judge.scheduler_cache_sizes(_METRICS) == {"assumed_pods": 2, "nodes": 45, "pods": 87, "binding": 3}
+    before_any_binding = "\n".join(line for line in _METRICS.splitlines() if "operation" not in line)
+    assert "binding" not in judge.scheduler_cache_sizes(before_any_binding)
+
+
+def test_the_scheduler_caches_every_bound_pod_but_finished_ones():
+    pods = [{"spec": {"nodeName": "n"}, "status": {"phase": phase}}
+            for phase in ("Running", "Pending", "Succeeded", "Failed", "Running")]
+    assert judge.cached_pods(pods + [{"spec": {}, "status": {"phase": "Pending"}}]) == 3
+
+
+def test_a_refusal_is_kube_schedulers_message_and_a_pod_still_scheduling_has_none():
+    def pod(reason, message, status="False"):
+        return {"status": {"conditions": [{"type": "PodScheduled", "status": status, "reason": reason,
+                                           "message": message}]}}
+
+    assert judge._refusal(pod("Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")) == \
+        "0/3 nodes are available: 3 Insufficient cpu."
+    assert judge._refusal(pod("SchedulerError", "resourceclaims \"x\" is forbidden: exceeded quota: q")) is not None
+    assert judge._refusal(pod("SchedulerError", "etcd timed out")) is None  # kube-scheduler retries it
+    assert judge._refusal(pod("", "", status="True")) is None
+    assert judge._refusal({"status": {}}) is None
+
+
+class _Bed:
+    def __init__(self, sizes):
+        self.sizes = list(sizes)
+
+    def scheduler_cache(self):
+        return self.sizes.pop(0) if len(self.sizes) > 1 else self.sizes[0]
+
+
+def _bare_judge(bed=None) -> judge.Judge:
+    """A Judge without an apiserver: only the parts a test drives."""
+    j = object.__new__(judge.Judge)
+    j.bed, j.tally, j.refusal = bed, judge.JudgeTally(), ""
+    return j
+
+
+def _member(nodes=2, pods=({"spec": {"nodeName": "n0"}, "status": {"phase": "Running"}},)):
+    return dataclasses.replace(realmembers.generate(500000), seed=1, nodes=[{}] * nodes, pods=list(pods))
+
+
+def test_the_judge_waits_for_the_scheduler_cache_to_hold_the_member_only(monkeypatch):
+    monkeypatch.setattr(judge.time, "sleep", lambda s: None)
+    settled = {"nodes": 2, "pods": 1, "assumed_pods": 0, "binding": 0}
+    bed = _Bed([dict(settled, pods=4), dict(settled, binding=1), dict(settled, assumed_pods=1), settled])
+    j = _bare_judge(bed)
+    j._settle(_member())
+    assert bed.sizes == [settled] and not j.tally.failures
+
+
+def test_a_cache_that_never_settles_is_a_failure_not_a_hang(monkeypatch):
+    monkeypatch.setattr(judge, "SETTLE_SECONDS", 0.0)
+    j = _bare_judge(_Bed([{"nodes": 2, "pods": 3, "assumed_pods": 0}]))
+    j._settle(_member())
+    assert len(j.tally.failures) == 1 and "did not settle" in j.tally.failures[0]
+
+
+@pytest.mark.parametrize("verdicts, expect", [
+    ([True], (True, [], 0)),
+    ([False, True], (True, ["r0"], 1)),
+    ([False, False, False], (False, ["r0", "r1", "r2"], 2)),
+])
+def test_a_refused_pinned_trial_is_tried_again_and_the_refusals_are_kept(monkeypatch, verdicts, expect):
+    monkeypatch.setattr(judge.time, "sleep", lambda s: None)
+    j = _bare_judge()
+    tags = []
+
+    def trial(member, names, job, tag, scheduler, **kw):
+        tags.append(tag)
+        j.refusal = f"r{len(tags) - 1}"
+        return verdicts[len(tags) - 1]
+
+    j._trial = trial
+    ok, refusals = j._pinned_trial(None, {}, None, "w", 2, {}, None)
+    assert (ok, refusals, j.tally.pinned_retries) == expect
+    assert tags == ["w", "w1", "w2"][:len(verdicts)]
