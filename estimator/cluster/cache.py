@@ -50,8 +50,9 @@ from estimator.cluster.deviceoverlay import DeviceOverlay
 from estimator.cluster.devicestate import KINDS as DEVICE_KINDS
 from estimator.cluster.devicestate import DeviceState
 from estimator.cluster.nodetable import ExportedState, NodeTable
+from estimator.core.devices import Matcher
 from estimator.core.model import NodeClass
-from estimator.core.records import KINDS, ParsedNode, PodRecord, record_key
+from estimator.core.records import KINDS, ObjectKey, ParsedNode, PodRecord, record_key
 from estimator.core.snapshot import ClusterSnapshot, QuotaRecord
 from estimator.core.workloads import UnschedulablePod, WorkloadState
 
@@ -66,7 +67,7 @@ __all__ = [
 class ClusterCache(NodeTable):
     """One member cluster's state (see the module docstring); thread-safe."""
 
-    def __init__(self, device_matcher=None) -> None:
+    def __init__(self, device_matcher: Matcher | None = None) -> None:
         """`device_matcher`: how a DeviceClass's selectors judge a device (default: CEL; tests
         pass a plain function, see estimator.cluster.devicestate)."""
         self._lock = threading.Lock()
@@ -175,7 +176,7 @@ class ClusterCache(NodeTable):
         self._quotas_by_namespace = None
         return True
 
-    def _apply(self, kind: str, record) -> bool:
+    def _apply(self, kind: str, record: Any) -> bool:
         if kind == "Pod":
             return self._apply_pod(record)
         if kind == "Node":
@@ -194,7 +195,7 @@ class ClusterCache(NodeTable):
             return self._devices.set_claim((record.namespace, record.name), record)
         raise ValueError(f"unknown kind {kind!r}")
 
-    def _remove(self, kind: str, key) -> bool:
+    def _remove(self, kind: str, key: Any) -> bool:  # the key's form is the kind's (ObjectKey)
         if kind == "Pod":
             return self._remove_pod(key)
         if kind == "Node":
@@ -215,19 +216,19 @@ class ClusterCache(NodeTable):
 
     # --- the update API ---
 
-    def apply(self, kind: str, record) -> None:
+    def apply(self, kind: str, record: Any) -> None:
         """Apply a record from `parse_object(kind, ...)`."""
         with self._lock:
             if self._apply(kind, record):
                 self._changed()
 
-    def delete(self, kind: str, key) -> None:
+    def delete(self, kind: str, key: ObjectKey) -> None:
         """Remove the object `key` (a node name, or (namespace, name)) of `kind`, if held."""
         with self._lock:
             if self._remove(kind, key):
                 self._changed()
 
-    def replace_kind(self, kind: str, records, keep=()) -> int:
+    def replace_kind(self, kind: str, records: Iterable[Any], keep: Iterable[ObjectKey] = ()) -> int:
         """Make `records` the whole of `kind` in one step (a relist): apply each, keep the keys
         in `keep` as they are (listed, but malformed: their last good state stays), remove
         every other key. Returns how many were removed. One lock hold, one version: an

@@ -13,7 +13,7 @@ from collections.abc import Container
 
 import numpy as np
 
-from estimator.cluster.devicestate import DeviceState
+from estimator.cluster.devicestate import DeviceGroups, DeviceState
 
 
 class DeviceOverlay:
@@ -30,7 +30,7 @@ class DeviceOverlay:
         names: tuple[str, ...],
         resource_names: tuple[str, ...],
         columns_held: Container[str],
-    ):
+    ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], dict[str, np.ndarray], dict[int, DeviceGroups]]:
         """The columns with DRA-served resources added (`columns_held`: the resources the arrays
         have a column for). Returns the arrays, the columns, the served masks and the device
         groups."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from estimator.core.devices import (
     ClaimRecord,
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 logging.getLogger("celpy").setLevel(logging.INFO)
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim")
+# A node's free devices by the names they can serve: ((names, devices), ...) (`DeviceState.groups`).
+DeviceGroups = tuple[tuple[frozenset[str], int], ...]
 _VERDICTS_KEPT = 65536  # selector verdicts remembered; dropped all at once beyond (a new content mix)
 
 
@@ -61,7 +63,7 @@ class DeviceState:
         self._complete: dict[tuple[str, str], int] = {}  # (driver, pool) -> its complete newest generation
         self._served: dict[str, DeviceClassRecord] = {}
         self._counts: dict[str, dict[str, tuple[int, int]]] = {}  # node -> resource -> (total, used)
-        self._groups: dict[str, tuple[tuple[frozenset[str], int], ...]] = {}  # see groups()
+        self._groups: dict[str, DeviceGroups] = {}  # see groups()
         self._dirty: set[str] = set()
         self.version = 0  # bumped by every change that can change a count
         self.failed_classes: set[str] = set()
@@ -137,7 +139,7 @@ class DeviceState:
         self.version += 1
         return True
 
-    def _touch(self, devices) -> None:
+    def _touch(self, devices: Iterable[DeviceKey]) -> None:
         for device in devices:
             node = self._device_node.get(device)
             if node is not None:
@@ -215,7 +217,7 @@ class DeviceState:
         else:
             self._groups.pop(node, None)
 
-    def groups(self) -> dict[str, tuple[tuple[frozenset[str], int], ...]]:
+    def groups(self) -> dict[str, DeviceGroups]:
         """node -> ((names a free device can serve, devices), ...) (call after `counts`)."""
         return self._groups
 

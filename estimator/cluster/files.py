@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -65,7 +65,11 @@ def _load_file(
 
 
 def _load_objects(
-    cache: ClusterCache, path: Path, objects, recorder: objectscache.Recorder | None = None, bulk: bool = True
+    cache: ClusterCache,
+    path: Path,
+    objects: Iterable[Any],
+    recorder: objectscache.Recorder | None = None,
+    bulk: bool = True,
 ) -> int:
     """Apply `objects` of `path` to `cache`; `bulk=False`: every object per record (the
     reference the bulk path is tested against)."""

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 log = logging.getLogger("estimator.objectscache")
 
@@ -129,7 +130,7 @@ class DigestThread(threading.Thread):
         return self.digests
 
 
-def open_entry(target: Path):
+def open_entry(target: Path) -> BinaryIO:
     """The entry's file, opened only if it is a regular file of this user that no one else
     may write (checked on the open file, so it cannot be swapped in between)."""
     fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

@@ -204,7 +204,11 @@ def parse_object(kind: str, obj: Any) -> Any:
     return _PARSERS[kind](obj)
 
 
-def record_key(kind: str, record: Any) -> str | tuple[str, str]:
+# What the cache keys an object by: a cluster-scoped object's name, else (namespace, name).
+ObjectKey = str | tuple[str, str]
+
+
+def record_key(kind: str, record: Any) -> ObjectKey:
     """The key `delete` and `keys` use for a record of `kind`: the name of a cluster-scoped
     object (a node), else (namespace, name)."""
     if kind in CLUSTER_SCOPED:

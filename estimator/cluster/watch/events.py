@@ -20,7 +20,7 @@ from estimator.cluster.watch.kubeclient import ApiError, Gone, Unavailable
 MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 
 
-def loads(data: bytes):
+def loads(data: bytes) -> Any:
     """JSON -> Python: orjson (~2x the stdlib on API objects), the stdlib for anything orjson
     refuses that JSON allows (e.g. integers beyond 64 bits); ValueError if neither parses."""
     try:

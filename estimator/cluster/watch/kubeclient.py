@@ -23,6 +23,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -165,7 +166,7 @@ class WatchStream:
             return self._chunked_lines(raw)
         return self._stream_lines()
 
-    def _chunked_lines(self, raw) -> Iterator[bytes]:
+    def _chunked_lines(self, raw: Any) -> Iterator[bytes]:
         """Decode the chunked body straight from the socket's buffered reader, up to 256 KiB
         per read: one system call (and one release of the GIL) per read rather than per
         event, and no per-chunk Python overhead in urllib3. The connection is not reused."""
@@ -372,7 +373,7 @@ class KubeClient:
         old.clear()  # idle connections only; open watches end on their own
         return True
 
-    def _call(self, kind: str, what: str, read_timeout: float, **params) -> urllib3.BaseHTTPResponse:
+    def _call(self, kind: str, what: str, read_timeout: float, **params: Any) -> urllib3.BaseHTTPResponse:
         self.refresh_credentials()
         params = {k: v for k, v in params.items() if v not in (None, "")}
         timeout = urllib3.Timeout(connect=self.connect_timeout, read=max(read_timeout, 0.001))

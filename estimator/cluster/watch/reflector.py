@@ -335,7 +335,7 @@ class Reflector:
         else:
             self._apply("list", item, record)
 
-    def _parse(self, where: str, obj: Any):
+    def _parse(self, where: str, obj: Any) -> Any:
         """The object's checked record, or None (logged and counted) if it cannot be used.
         Parsing touches nothing, so a refused object changes no number in the cache."""
         try:
@@ -358,7 +358,7 @@ class Reflector:
             )
         return record
 
-    def _apply(self, where: str, obj: Any, record) -> None:
+    def _apply(self, where: str, obj: Any, record: Any) -> None:
         try:
             self._cache.apply(self.kind, record)
         except Exception as error:  # noqa: BLE001 - a bug in applying one object must not stall the kind

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from estimator.core.model import TERMINAL_POD_PHASES
+from estimator.core.records import ObjectKey
 
 POD_FIELD_SELECTOR = ",".join(f"status.phase!={phase}" for phase in TERMINAL_POD_PHASES)
 
@@ -38,7 +39,7 @@ KIND_SPECS: tuple[KindSpec, ...] = (
 )
 
 
-def object_key(obj: Any, namespaced: bool):
+def object_key(obj: Any, namespaced: bool) -> ObjectKey:
     """The cache's key for an object: its name, or (namespace, name) as the cache spells it."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     if not isinstance(meta, Mapping):
