@@ -228,7 +228,7 @@ def ask_component_sets(
         channel.close()
 
 
-def read_certificate(metadata) -> tuple[int | None, bool | None]:
+def read_certificate(metadata: Sequence[tuple[str, Any]]) -> tuple[int | None, bool | None]:
     """The bound and the proven flag from the answer's trailing metadata; a value that does
     not parse counts as absent (a certificate is advice, never trusted over the answer)."""
     values = {key: value for key, value in metadata}

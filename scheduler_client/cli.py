@@ -24,15 +24,17 @@ The commands are here; the flags, and the inputs they name, are cliargs.py.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import yaml
 
+from estimator.api import AssumedWorkload, ComponentSetsQuery
 from scheduler_client import accurate, bindings, controlplane, doctor, dra, report
 from scheduler_client.cliargs import (
     UsageError,
@@ -102,7 +104,7 @@ class _ControlPlaneInputs:
         }
 
 
-def _control_plane(args, manifest) -> _ControlPlaneInputs:
+def _control_plane(args: argparse.Namespace, manifest: Mapping) -> _ControlPlaneInputs:
     if args.clusters:
         raise UsageError(
             "--clusters and --karmada-kubeconfig exclude each other: the control plane's Clusters are read"
@@ -126,7 +128,7 @@ def _control_plane(args, manifest) -> _ControlPlaneInputs:
     return _ControlPlaneInputs(view, broken)
 
 
-def _place(args) -> tuple[int, PlacementResult, dict | None]:
+def _place(args: argparse.Namespace) -> tuple[int, PlacementResult, dict | None]:
     """The placement of `run_place`: (exit status, result, control-plane summary)."""
     gates, _ = feature_gates(args)
     timeout = parse_duration(args.estimator_timeout)
@@ -161,7 +163,12 @@ def _place(args) -> tuple[int, PlacementResult, dict | None]:
     endpoints = estimator_endpoints(args, members, plane.view.estimators if plane else None)
     broken = {n: why for n, why in (plane.broken if plane else {}).items() if n not in endpoints}
 
-    def ask(names, query, object_key, assumed=None):
+    def ask(
+        names: Sequence[str],
+        query: ComponentSetsQuery,
+        object_key: str,
+        assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None,
+    ) -> dict[str, accurate.Answer]:
         answers = accurate.ask_all([endpoints[n] for n in names if n in endpoints], query, object_key, timeout, assumed)
         for name in names:
             if name in broken:
@@ -202,7 +209,7 @@ def _place(args) -> tuple[int, PlacementResult, dict | None]:
     return code, result, plane.summary(endpoints, flights, source) if plane else None
 
 
-def run_place(args) -> int:
+def run_place(args: argparse.Namespace) -> int:
     try:
         code, result, plane = _place(args)
     except NotPropagated as error:
@@ -237,7 +244,7 @@ def place_json(argv: Sequence[str]) -> tuple[int, dict | None, str]:
     return code, report.to_json(result, plane), ""
 
 
-def run_doctor(args) -> int:
+def run_doctor(args: argparse.Namespace) -> int:
     gates, explicit = feature_gates(args)
     job = load_job(args.job)
     policy = load_policy(args.policy)
@@ -252,7 +259,7 @@ def run_doctor(args) -> int:
     return EXIT_NONE_FITS if any(f.severity == doctor.ERROR for f in findings) else EXIT_CHOSEN
 
 
-def run_summarize(args) -> int:
+def run_summarize(args: argparse.Namespace) -> int:
     gates, _ = feature_gates(args)
     if not args.member:
         raise UsageError("summarize needs --member NAME=FILE")

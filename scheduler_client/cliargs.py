@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from estimator.api import FlagValueError, parse_go_duration
 from scheduler_client import accurate, dra
+from scheduler_client.clusters import ClusterObject
 from scheduler_client.controlplane import EstimatorService
 from scheduler_client.karmada import GateError, parse_gates
 from scheduler_client.memberview import Member, build_members
@@ -143,7 +144,9 @@ class _PlaceParser(argparse.ArgumentParser):
 
     subcommands: dict[str, argparse.ArgumentParser]
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(  # type: ignore[override]  # argparse's stubs overload on the namespace's type
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
         args = list(sys.argv[1:] if args is None else args)
         parsed, extra = super().parse_known_args(args, namespace)
         if parsed.command is None and parsed.job is None:
@@ -153,7 +156,9 @@ class _PlaceParser(argparse.ArgumentParser):
             self.error(f"the command comes first: karmada-place {parsed.command} [flags]")
         return parsed, extra
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(  # type: ignore[override]  # as parse_known_args
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             failing = self.subcommands[parsed.command] if parsed.command else self
@@ -255,14 +260,16 @@ def _add_doctor_arguments(p: argparse.ArgumentParser) -> None:
 # --- flag values -> inputs ------------------------------------------------------------
 
 
-def feature_gates(args) -> tuple[dict[str, bool], frozenset[str]]:
+def feature_gates(args: argparse.Namespace) -> tuple[dict[str, bool], frozenset[str]]:
     try:
         return parse_gates(args.feature_gates)
     except GateError as error:
         raise UsageError(f"--feature-gates: {error}") from None
 
 
-def load_members(args, modeling: bool, from_control_plane=None) -> list[Member]:
+def load_members(
+    args: argparse.Namespace, modeling: bool, from_control_plane: Sequence[ClusterObject] | None = None
+) -> list[Member]:
     clusters = (
         list(from_control_plane)
         if from_control_plane is not None
@@ -281,7 +288,7 @@ def load_members(args, modeling: bool, from_control_plane=None) -> list[Member]:
 
 
 def estimator_endpoints(
-    args, members: Sequence[Member], services: Mapping[str, EstimatorService] | None = None
+    args: argparse.Namespace, members: Sequence[Member], services: Mapping[str, EstimatorService] | None = None
 ) -> dict[str, accurate.Endpoint]:
     """Per member, its accurate estimator: --estimator, else (`services`: read from a control
     plane) the Service karmada-scheduler dials, else with --enable-scheduler-estimator Karmada's
@@ -345,7 +352,7 @@ def _server_names(values: Sequence[str], members: Sequence[str]) -> dict[str, st
     return names
 
 
-def tls_warnings(args) -> list[str]:
+def tls_warnings(args: argparse.Namespace) -> list[str]:
     secure = args.estimator_ca_file or args.insecure_skip_estimator_verify
     if (args.estimator_cert_file or args.estimator_key_file) and not secure:
         return [

@@ -28,7 +28,7 @@ from scheduler_client import accurate, cli, dra
 from scheduler_client.karmada import DEFAULT_GATES, MULTIPLE_POD_TEMPLATES, RESOURCE_MODELING, requested_names
 from scheduler_client.launch import LocalEstimator, wait_serving
 from scheduler_client.memberview import build_members
-from scheduler_client.placement import Options, evaluate
+from scheduler_client.placement import Options, PlacementResult, evaluate
 from scheduler_client.report import columns
 from scheduler_client.sources import load_clusters, load_job, load_member_snapshot, load_policy
 from scheduler_client.verdicts import ACCURATE, GENERAL, MODELS
@@ -67,7 +67,7 @@ class Scenario:
         self.members = build_members(load_clusters(list(CLUSTER_FILES)), snapshots)
         self.endpoints = endpoints
 
-    def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False):
+    def place(self, job: str, use_accurate: bool, karmada_compatible: bool = False) -> PlacementResult:
         endpoints = self.endpoints if use_accurate else {}
         # The story is about a Karmada that runs the multi-component path (the gate on).
         options = Options(
@@ -185,7 +185,8 @@ def blind_models(scenario: Scenario) -> None:
             result = scenario.place(job, use_accurate=True, karmada_compatible=compatible)
             by_name = {m.name: m for m in result.members}
             cells = [f"models {_cell(by_name[m].estimates[MODELS])} -> {_cell(by_name[m].sets)}" for m in MEMBERS]
-            chosen = result.selected or (f'none: "{result.karmada.error}"' if compatible else "none")
+            karmada = result.karmada if compatible else None
+            chosen = result.selected or (f'none: "{karmada.error}"' if karmada is not None else "none")
             rows.append((job, label, *cells, chosen))
     print("\n".join(columns(rows, "    ")))
     print(

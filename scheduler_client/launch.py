@@ -20,9 +20,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -117,7 +118,7 @@ class LocalEstimator:
             cmd += ["--objects", str(path)]
         return cmd + list(self.extra_args)
 
-    def start(self, log_file=None, fork: bool = False) -> None:
+    def start(self, log_file: IO[bytes] | None = None, fork: bool = False) -> None:
         """Start the estimator; with `fork`, forked from this process (see the module's doc:
         call `preload_estimator()` first, and create no gRPC channel in this process before)."""
         if fork:
@@ -152,7 +153,10 @@ class LocalEstimator:
 
 
 def wait_serving(
-    estimators: Sequence[LocalEstimator], timeout: float = 120.0, progress=None, progress_every: float = 15.0
+    estimators: Sequence[LocalEstimator],
+    timeout: float = 120.0,
+    progress: Callable[[list[LocalEstimator], float], object] | None = None,
+    progress_every: float = 15.0,
 ) -> None:
     """Block until every estimator serves; raise naming the ones that died or never got ready.
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from estimator.api import Component
-from scheduler_client.karmada import KarmadaOutcome, Target
+from scheduler_client.karmada import KarmadaOutcome, Target, TargetComponent
 from scheduler_client.placement import PlacementResult
 from scheduler_client.units import requests_text
 from scheduler_client.verdicts import ESTIMATORS, Doubt
@@ -74,7 +74,7 @@ def target_json(t: Target) -> dict[str, Any]:
     return {"name": t.name, "replicas": t.replicas, "components": components_json(t.components)}
 
 
-def components_json(components) -> list[dict[str, Any]]:
+def components_json(components: Sequence[TargetComponent]) -> list[dict[str, Any]]:
     return [{"name": c.name, "replicas": c.replicas} for c in components]
 
 
@@ -141,7 +141,7 @@ def to_json(result: PlacementResult, control_plane: dict[str, Any] | None = None
     return out
 
 
-def components_text(components) -> str:
+def components_text(components: Sequence[TargetComponent]) -> str:
     return ", ".join(f"{c.name} {c.replicas}" for c in components)
 
 

@@ -7,6 +7,7 @@ Every problem is an InputError naming the file and, where there is one, the fiel
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ def load_clusters(paths: Sequence[str | Path]) -> list[ClusterObject]:
     return clusters
 
 
-def load_in_flight(paths: Sequence[str | Path], now, exclude: frozenset[str] = frozenset()) -> list[InFlight]:
+def load_in_flight(paths: Sequence[str | Path], now: datetime, exclude: frozenset[str] = frozenset()) -> list[InFlight]:
     """ResourceBindings named in files as in flight: each on every member of its spec.clusters
     (a file holding an empty List: nothing is in flight)."""
     out: list[InFlight] = []
