@@ -27,7 +27,12 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")  # what a submitted function takes (FairPool.submit, as Executor.submit)
+_T = TypeVar("_T")
 
 
 def connection_of(args: tuple) -> object:
@@ -51,7 +56,7 @@ class FairPool(futures.Executor):
         self,
         max_workers: int,
         thread_name_prefix: str = "",
-        key_of=connection_of,
+        key_of: Callable[[tuple], object] = connection_of,
         limit_per_key: int = 0,
         overflow: futures.Executor | None = None,
     ):
@@ -81,7 +86,7 @@ class FairPool(futures.Executor):
     def held(self) -> int:
         return self._held
 
-    def held_by(self, key) -> int:
+    def held_by(self, key: object) -> int:
         """Calls held for one key (connection), queued or running."""
         return self._held_by.get(key, 0)
 
@@ -89,7 +94,7 @@ class FairPool(futures.Executor):
         """Whether the calling thread runs work sent to `overflow` (to be refused)."""
         return getattr(self._local, "overflow", False)
 
-    def submit(self, fn, /, *args, **kwargs) -> futures.Future:
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> futures.Future[_T]:
         future: futures.Future = futures.Future()
         key = self._key_of(args)
         with self._lock:
@@ -122,7 +127,7 @@ class FairPool(futures.Executor):
                 self._idle.pop().release()  # the most recently idle worker
         return future
 
-    def _next(self, wake: threading.Lock):
+    def _next(self, wake: threading.Lock) -> tuple | None:
         """The next piece of work (None: shut down), taken from the first key's queue; that
         key goes to the back of the turn. With none, the worker waits on `wake` (which it
         holds) as the newest idle worker."""
@@ -164,7 +169,7 @@ class FairPool(futures.Executor):
             self._local.overflow = False
             self._release(key)
 
-    def _release(self, key) -> None:
+    def _release(self, key: object) -> None:
         with self._lock:
             self._held -= 1
             left = self._held_by.get(key, 1) - 1

@@ -49,6 +49,9 @@ from estimator.pb import k8s_core_pb2 as core
 from estimator.pb import k8s_resource_pb2 as k8s_resource
 
 _M = TypeVar("_M", bound=Message)  # a decoded message is of the type asked for (_decode)
+# The requests `remembered` converts, and what it converts them to.
+_Q = TypeVar("_Q", pb.MaxAvailableReplicasRequest, pb.MaxAvailableComponentSetsRequest)
+_T = TypeVar("_T")
 
 __all__ = [
     "LIMITS",
@@ -188,14 +191,16 @@ class Undecoded:
         self.type_name, self.size = type_name, size
 
 
-def lenient_decoder(message_type: type[Message], admit: Callable[[int], bool] | None = None):
+def lenient_decoder(
+    message_type: type[_M], admit: Callable[[int], bool] | None = None
+) -> Callable[[bytes], _M | Undecoded | Undecodable]:
     """gRPC request deserializer that never raises: bad bytes become an Undecodable, so the
     servicer can answer INVALID_ARGUMENT instead of gRPC's INTERNAL. With `admit`, a body
     it refuses (by its size, before any decoding) becomes an Undecoded: a flood of large
     requests is turned away for the price of receiving them."""
     type_name = message_type.DESCRIPTOR.full_name
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> _M | Undecoded | Undecodable:
         if admit is not None and not admit(len(data)):
             return Undecoded(type_name, len(data))
         try:
@@ -206,7 +211,7 @@ def lenient_decoder(message_type: type[Message], admit: Callable[[int], bool] | 
     return decode
 
 
-def check_decoded(request) -> None:
+def check_decoded(request: object) -> None:
     if isinstance(request, Undecodable):
         raise InvalidRequest("request", f"is not a valid encoding of {request.type_name}")
 
@@ -265,7 +270,7 @@ _MEMO_MAX_BYTES = 4096
 MEMO_MAX_COMPONENTS = 64
 
 
-def request_components(req) -> int:
+def request_components(req: pb.MaxAvailableReplicasRequest | pb.MaxAvailableComponentSetsRequest) -> int:
     """Components a request carries, assumed workloads' included (wire counts, nothing decoded)."""
     count = sum(len(workload.components) for workload in req.assumedWorkloads) if req.assumedWorkloads else 0
     return count + (len(req.components) if hasattr(req, "components") else 1)
@@ -277,11 +282,11 @@ _asked = threading.local()
 
 
 @functools.lru_cache(maxsize=512)
-def _converted(convert, message_type: type[Message], encoded: bytes):
+def _converted(convert: Callable[[_Q], _T], message_type: type[Message], encoded: bytes) -> _T:
     return convert(_asked.request)
 
 
-def remembered(convert, req: Message):
+def remembered(convert: Callable[[_Q], _T], req: _Q) -> _T:
     """`convert(req)`, remembered by the request's deterministic encoding: the scheduler sends
     the same few requests again and again, and converting one costs ~15x encoding it. The
     results are immutable; a request that fails to convert is not remembered (it raises again)."""

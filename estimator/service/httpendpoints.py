@@ -16,6 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from _typeshed import WriteableBuffer
+
+    # What socketserver hands a server's request methods (to a TCP server: the connection's socket).
+    _Request: TypeAlias = socket.socket | tuple[bytes, socket.socket]
 
 log = logging.getLogger("estimator.http")
 
@@ -50,7 +59,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("request not received in time")
@@ -58,7 +67,7 @@ class _DeadlineReader(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-def _handler(routes: dict[str, Route]):
+def _handler(routes: dict[str, Route]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = READ_SECONDS  # writes too: a client that stops reading is dropped
 
@@ -76,7 +85,7 @@ def _handler(routes: dict[str, Route]):
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, fmt: str, *args) -> None:
+        def log_message(self, fmt: str, *args: object) -> None:
             log.debug("%s " + fmt, self.address_string(), *args)
 
     return Handler
@@ -89,12 +98,12 @@ class _BoundedServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # connections refused beyond the cap are accepted (and closed) at once
 
-    def __init__(self, address, handler):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.refused = 0
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: _Request, client_address: tuple[str, int]) -> None:
         if not self._slots.acquire(blocking=False):
             self.refused += 1
             self.shutdown_request(request)
@@ -105,11 +114,11 @@ class _BoundedServer(ThreadingHTTPServer):
             self._slots.release()
             raise
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: _Request, client_address: tuple[str, int]) -> None:
         # A client that vanished mid-answer is not worth a traceback on stderr.
         log.debug("HTTP connection from %s failed", client_address, exc_info=True)
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: _Request, client_address: tuple[str, int]) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from estimator.service.httpendpoints import BindAddressError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from estimator.cluster.sources import ClusterState
     from estimator.service.server import ServerConfig
 
@@ -79,11 +81,11 @@ def serve(config: ServerConfig, state: ClusterState) -> int:
 def _wait_for_a_stop_signal(state: ClusterState) -> None:
     stop = threading.Event()
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s, draining", signal.Signals(signum).name)
         stop.set()
 
-    def on_hangup(_signum, _frame):
+    def on_hangup(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=state.reload, name="reload", daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)

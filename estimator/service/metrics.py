@@ -6,13 +6,18 @@ import bisect
 import itertools
 import threading
 import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Gauge
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
 from estimator.service.buildinfo import build_info
+
+if TYPE_CHECKING:
+    from estimator.cluster.sources import ClusterState
 
 prometheus_client.disable_created_metrics()
 
@@ -87,10 +92,10 @@ class _RequestPathMetrics:
     def inc(self, family: _Family, *labels: str) -> None:
         _cell_in(self.store(), family, labels)[0] += 1
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         totals: dict[tuple, list] = {}
         for store in list(self._stores):
             for key, cell in store.copy().items():  # copies: another thread may be adding
@@ -229,26 +234,32 @@ class EstimatorMetrics:
         self._optimality_in(store, packing, sets, bound)
         self._request_in(store, TYPE_MAX_AVAILABLE_COMPONENT_SETS, True, started)
 
-    def register_state(self, state) -> None:
+    def register_state(self, state: ClusterState) -> None:
         """Export the list/watch counters of a state that keeps them (WatchClusterState.stats())."""
         if callable(getattr(state, "stats", None)):
-            self.registry.register(WatchCollector(state))
+            self.registry.register(WatchCollector(cast(WatchStats, state)))  # it has stats(): checked above
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
+
+
+class WatchStats(Protocol):
+    """A state that keeps list/watch counters: per kind, its counters by name (WatchClusterState.stats())."""
+
+    def stats(self) -> Mapping[str, Mapping[str, Any]]: ...  # Any: counts, seconds, flags, errors by reason
 
 
 class WatchCollector:
     """Per-kind list/watch counters, read from the state at scrape time (no locks on the
     event path: the reflector threads only bump plain ints)."""
 
-    def __init__(self, state) -> None:
+    def __init__(self, state: WatchStats) -> None:
         self._state = state
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         stats = self._state.stats()
         families = {
             "events": CounterMetricFamily(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+from collections.abc import Iterator
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ def status_mb(path: str = "/proc/self/status") -> dict[str, float]:
     return out
 
 
-def _mappings(smaps: str):
+def _mappings(smaps: str) -> Iterator[list[Any]]:  # Any: ints and strings, in the docstring's order
     """(start, end, perms, path, rss_kb, anonymous_kb) per mapping of an smaps text.
 
     In a file mapping, anonymous pages are the private copies made by writes (copy-on-write);

@@ -18,9 +18,10 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 from estimator.service import tlsfloor
 
@@ -41,7 +42,17 @@ from estimator.service.httpendpoints import HttpEndpoint, parse_bind_address
 from estimator.service.metrics import EstimatorMetrics
 from estimator.service.servicer import EstimatorServicer, add_to_server
 
+if TYPE_CHECKING:
+    from estimator.core.snapshot import ClusterSnapshot
+    from estimator.service.certfiles import Material
+
 log = logging.getLogger("estimator.server")
+# A behaviour's arguments and result, passed through by the wrappers (`_in_pool`, `_tls13_only`),
+# and a method's request and response (`_Admission.intercept_service`).
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 
 SERVICE_NAME = service_pb2.DESCRIPTOR.services_by_name["Estimator"].full_name
 HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
@@ -81,7 +92,7 @@ class ServerConfig:
     seal_kernels: bool = False
 
 
-def _certificate_configuration(material) -> grpc.ServerCertificateConfiguration:
+def _certificate_configuration(material: Material) -> grpc.ServerCertificateConfiguration:
     return grpc.ssl_server_certificate_configuration([(material.key, material.cert)], root_certificates=material.ca)
 
 
@@ -110,11 +121,13 @@ def server_credentials(config: ServerConfig, files: ServingFiles | None = None) 
     )
 
 
-def _in_pool(behavior, pool: futures.ThreadPoolExecutor, non_blocking: bool = False):
+def _in_pool(
+    behavior: Callable[_P, _T], pool: futures.ThreadPoolExecutor, non_blocking: bool = False
+) -> Callable[_P, _T]:
     """`behavior` run on `pool` instead of the server's estimate workers (grpc's per-method
     executor: the `experimental_thread_pool` attribute its server honours)."""
 
-    def run(*args, **kwargs):
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         return behavior(*args, **kwargs)
 
     # gRPC reads these off the behaviour function; the stubs know no such attributes.
@@ -163,7 +176,7 @@ class _Admission(grpc.ServerInterceptor):
     def __init__(self, pool: FairPool, limit: int, refusals: futures.ThreadPoolExecutor, tls13_per_call: bool):
         self._pool, self._limit, self._tls13 = pool, limit * _ALL_CONNECTIONS, tls13_per_call
 
-        def refuse(_requests, context):
+        def refuse(_requests: Iterator[bytes], context: grpc.ServicerContext) -> NoReturn:  # requests not decoded
             context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"more than {limit * _ALL_CONNECTIONS} calls in flight over all connections "
@@ -175,7 +188,11 @@ class _Admission(grpc.ServerInterceptor):
             _in_pool(refuse, refusals)
         )
 
-    def intercept_service(self, continuation, handler_call_details):
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[_Req, _Resp] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
         handler = continuation(handler_call_details)
         if handler is None:
             return None
@@ -183,15 +200,18 @@ class _Admission(grpc.ServerInterceptor):
             return self._refusal
         if self._tls13:
             kinds = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-            return handler._replace(
+            # gRPC's handlers are namedtuples (grpc._utilities.RpcMethodHandler); the stubs' class is not.
+            return handler._replace(  # type: ignore[attr-defined]
                 **{kind: _tls13_only(getattr(handler, kind)) for kind in kinds if getattr(handler, kind) is not None}
             )
         return handler
 
 
-def _tls13_only(behavior):
-    def run(request, context, *args, **kwargs):
-        versions = context.auth_context().get("ssl_tls_version")
+def _tls13_only(behavior: Callable[..., _T]) -> Callable[..., _T]:
+    # `request` (a request or the requests' iterator) and the rest are the behaviour's, passed on unread.
+    def run(request: object, context: grpc.ServicerContext, *args: object, **kwargs: object) -> _T:
+        # The ignore: gRPC's auth context maps each property to a list of values; the stubs say one.
+        versions: list[bytes] | None = context.auth_context().get("ssl_tls_version")  # type: ignore[assignment]
         if versions and versions[0] != _TLS13:
             context.abort(
                 grpc.StatusCode.UNAVAILABLE,
@@ -306,7 +326,7 @@ class EstimatorServer:
         return endpoints
 
     # --- readiness ----------------------------------------------------------------
-    def _ready_snapshot(self):
+    def _ready_snapshot(self) -> ClusterSnapshot | None:
         # Not `_ready`: that turns false when a drain starts, and calls already accepted
         # must still be answered while they drain.
         return self.state.snapshot() if self._can_estimate else None
@@ -391,11 +411,11 @@ class EstimatorServer:
         )
 
     # --- HTTP routes --------------------------------------------------------------
-    def _healthz(self):
+    def _healthz(self) -> tuple[int, str, bytes]:
         ok, detail = self.state.health()
         return (200 if ok else 500), "text/plain", f"{'ok' if ok else 'unhealthy'}: {detail}\n".encode()
 
-    def _readyz(self):
+    def _readyz(self) -> tuple[int, str, bytes]:
         lines = [
             f"[{'+' if self.state.synced() else '-'}] cluster state synced ({self.state.describe()})",
             f"[{'+' if self.kernels_warm else '-'}] kernels compiled",
@@ -410,7 +430,7 @@ class EstimatorServer:
         body = "\n".join(lines) + "\n" + ("readyz check passed" if self._ready else "readyz check failed") + "\n"
         return (200 if self._ready else 503), "text/plain", body.encode()
 
-    def _metrics_page(self):
+    def _metrics_page(self) -> tuple[int, str, bytes]:
         return 200, "text/plain; version=0.0.4; charset=utf-8", self.metrics.exposition()
 
     # --- lifecycle ----------------------------------------------------------------

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import grpc
 
@@ -25,7 +26,12 @@ from estimator.service import metrics as m
 from estimator.service.admission import MemoryBudget, Reservation
 from estimator.service.logsetup import REQUEST_LOGGER, request_line
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
 log = logging.getLogger(REQUEST_LOGGER)
+_Req = TypeVar("_Req")  # a method's request and response (`_admitted`)
+_Resp = TypeVar("_Resp")
 
 # gRPC metadata the karmada-scheduler sends, e.g. "kind=PyTorchJob, name=ml-team/train-big".
 OBJECT_METADATA_KEY = "object"
@@ -100,7 +106,7 @@ class _Witness:
 
     __slots__ = ("estimate",)
 
-    def __init__(self, estimate):
+    def __init__(self, estimate: SetsEstimate):
         self.estimate = estimate
 
     def __str__(self) -> str:
@@ -133,11 +139,13 @@ def certificate_metadata(estimate: SetsEstimate) -> tuple[tuple[str, str], ...]:
     return pairs if estimate.bound is None else ((BOUND_METADATA_KEY, str(estimate.bound)),) + pairs
 
 
-def _admitted(behavior, admit: Callable[[], str | None]):
+def _admitted(
+    behavior: Callable[[_Req, grpc.ServicerContext], _Resp], admit: Callable[[], str | None]
+) -> Callable[[Iterator[_Req], grpc.ServicerContext], _Resp]:
     """`behavior` for a unary call served as a stream in (the request is not read before the
     behavior runs): `admit()` may refuse the call first, without reading its request."""
 
-    def run(requests, context):
+    def run(requests: Iterator[_Req], context: grpc.ServicerContext) -> _Resp:
         refusal = admit()
         if refusal:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
@@ -212,8 +220,10 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         budget.turn_away_large()
         return False
 
-    def _admit(self, request, reservation: Reservation) -> None:
+    def _admit(self, request: Message, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""
+        # `request` is typed as the methods type theirs; for a body it did not decode,
+        # convert.lenient_decoder hands over an Undecoded or Undecodable instead: refused here.
         if isinstance(request, convert.Undecoded):
             raise OverBudget(
                 f"request memory budget: decoding this request needs about "
@@ -224,7 +234,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         convert.check_decoded(request)
         self._reserve(reservation, request.ByteSize() * DECODED_BYTES_PER_BYTE, "decoding this request")
 
-    def _reserve_early(self, request, reservation: Reservation) -> int:
+    def _reserve_early(
+        self, request: pb.MaxAvailableReplicasRequest | pb.MaxAvailableComponentSetsRequest, reservation: Reservation
+    ) -> int:
         """Reserve, before converting, the part of the estimate's memory its wire counts
         already tell (its components, one column): a call that cannot have it is refused
         without the conversion's work (a thousand components take tens of milliseconds).
@@ -234,7 +246,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         self._reserve(reservation, early, "this estimate")
         return early
 
-    def _fail(self, context: grpc.ServicerContext, kind: str, obj: str, error: Exception, started: float):
+    def _fail(self, context: grpc.ServicerContext, kind: str, obj: str, error: Exception, started: float) -> NoReturn:
         self.metrics.observe_request(kind, False, started)
         code = next((c for t, c in _STATUS.items() if isinstance(error, t)), grpc.StatusCode.INTERNAL)
         if code is grpc.StatusCode.INTERNAL:
@@ -245,7 +257,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             log.warning("%s for %r refused: %s", kind, obj or "<no object>", message)
         context.abort(code, message)
 
-    def MaxAvailableReplicas(self, request: pb.MaxAvailableReplicasRequest, context):
+    def MaxAvailableReplicas(
+        self, request: pb.MaxAvailableReplicasRequest, context: grpc.ServicerContext
+    ) -> pb.MaxAvailableReplicasResponse:
         started, obj = time.perf_counter(), _object_of(context)
         reservation = Reservation(self.budget)
         try:
@@ -274,7 +288,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             )
         return pb.MaxAvailableReplicasResponse(maxReplicas=value)
 
-    def MaxAvailableComponentSets(self, request: pb.MaxAvailableComponentSetsRequest, context):
+    def MaxAvailableComponentSets(
+        self, request: pb.MaxAvailableComponentSetsRequest, context: grpc.ServicerContext
+    ) -> pb.MaxAvailableComponentSetsResponse:
         started, obj = time.perf_counter(), _object_of(context)
         reservation = Reservation(self.budget)
         try:
@@ -320,7 +336,9 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
         context.set_trailing_metadata(certificate_metadata(estimate))
         return pb.MaxAvailableComponentSetsResponse(maxSets=estimate.sets)
 
-    def GetUnschedulableReplicas(self, request: pb.UnschedulableReplicasRequest, context):
+    def GetUnschedulableReplicas(
+        self, request: pb.UnschedulableReplicasRequest, context: grpc.ServicerContext
+    ) -> pb.UnschedulableReplicasResponse:
         started, obj = time.perf_counter(), _object_of(context)
         reservation = Reservation(self.budget)
         try:
