@@ -222,7 +222,7 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
 
     def _admit(self, request: Message, reservation: Reservation) -> None:
         """Check the body decoded, then reserve its decoded size (before converting it)."""
-        # `request` is typed as the methods type theirs; for a body it did not decode,
+        # `request` is typed as the methods' requests are; for a body it did not decode,
         # convert.lenient_decoder hands over an Undecoded or Undecodable instead: refused here.
         if isinstance(request, convert.Undecoded):
             raise OverBudget(
