@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ._arith import INT64_MAX as _INT64_MAX
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeGuard
 
 MAX_UPPER = 2**31 - 1
 
@@ -154,7 +158,7 @@ FLAGS = "flags"  # bool, C-contiguous
 _VOUCHED: dict[int, tuple[weakref.ref, str]] = {}
 
 
-def _forget(key: int):
+def _forget(key: int) -> Callable[[weakref.ref], None]:
     def drop(ref: weakref.ref) -> None:
         entry = _VOUCHED.get(key)
         if entry is not None and entry[0] is ref:
@@ -169,7 +173,7 @@ def _remember(array: np.ndarray, role: str) -> np.ndarray:
     return array
 
 
-def vouched(array: object, role: str) -> bool:
+def vouched(array: object, role: str) -> TypeGuard[np.ndarray]:
     """Whether this very array was vouched for in `role` and is still alive."""
     entry = _VOUCHED.get(id(array))
     return entry is not None and entry[1] == role and entry[0]() is array
@@ -210,7 +214,9 @@ def vouched_copy(array: np.ndarray) -> np.ndarray:
     return copy
 
 
-def _trusted_problem(avail, reqs, reps, mask, upper, in_place: bool) -> Problem | None:
+def _trusted_problem(
+    avail: np.ndarray, reqs: np.ndarray, reps: np.ndarray, mask: np.ndarray, upper: object, in_place: bool
+) -> Problem | None:
     """`problem` for vouched arrays: shapes and flags only. None when a shape is off, so
     the full checks run and raise their usual message."""
     if avail.ndim != 2 or reqs.ndim != 2 or reps.ndim != 1 or mask.ndim != 2:
@@ -226,7 +232,9 @@ def _trusted_problem(avail, reqs, reps, mask, upper, in_place: bool) -> Problem 
     return Problem(avail, readonly(reqs), readonly(reps), readonly(mask), check_upper(upper))
 
 
-def problem(available, requests, replicas, masks, upper, *, in_place: bool) -> Problem:
+def problem(
+    available: object, requests: object, replicas: object, masks: object, upper: object, *, in_place: bool
+) -> Problem:
     """Validate the arguments of the packing functions (see `first_fit_sets`)."""
     if (
         vouched(available, AMOUNTS)

@@ -24,14 +24,15 @@ def column(requests: np.ndarray, c: int, k: int) -> int:
 
 
 @kernel(inline="always", _nrt=False)
-def quotient(a, r):
+def quotient(a: int, r: int) -> int:
     """a // r for a >= 0, r > 0; no division for r == 1 (pods, whole GPUs). Unsigned: no
     rounding towards minus infinity to correct for, on the steps' critical path."""
-    return a if r == 1 else np.int64(np.uint64(a) // np.uint64(r))
+    # Both branches are an int64 to numba; numpy's stubs do not count np.int64 as an int.
+    return a if r == 1 else np.int64(np.uint64(a) // np.uint64(r))  # type: ignore[return-value]
 
 
 @kernel(inline="always", _nrt=False)
-def fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
+def fit(available: np.ndarray, p: int, k1: int, k2: int, k3: int, r0: int, r1: int, r2: int, r3: int, cap: int) -> int:
     """min(cap, copies of (r0..r3) that node p holds); columns with a request of 0 are free.
     Every requested column divides: branches on the amounts cost more than divisions."""
     f = cap
@@ -47,14 +48,16 @@ def fit(available, p, k1, k2, k3, r0, r1, r2, r3, cap):
 
 
 @kernel(inline="always", _nrt=False)
-def multiplies(r0, r1, r2, r3):
+def multiplies(r0: int, r1: int, r2: int, r3: int) -> int:
     """The largest count that multiplies each of r0..r3 (>= 0) within int64: `walk`'s
     bound for fitting without dividing."""
     return INT64_MAX // max(r0, r1, r2, r3, 1)
 
 
 @kernel(inline="always", _nrt=False)
-def fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want):
+def fit_few(
+    available: np.ndarray, p: int, k1: int, k2: int, k3: int, r0: int, r1: int, r2: int, r3: int, want: int
+) -> int:
     """min(want, copies of (r0..r3) node p holds) for want x each request within int64:
     a column divides only where the node holds fewer than `want` copies (last first)."""
     f = want
@@ -70,13 +73,13 @@ def fit_few(available, p, k1, k2, k3, r0, r1, r2, r3, want):
 
 
 @kernel(inline="always", _nrt=False)
-def holds(available, p, k1, k2, k3, r0, r1, r2, r3):
+def holds(available: np.ndarray, p: int, k1: int, k2: int, k3: int, r0: int, r1: int, r2: int, r3: int) -> bool:
     """Node p holds one copy of (r0..r3)."""
     return available[p, 0] >= r0 and available[p, k1] >= r1 and available[p, k2] >= r2 and available[p, k3] >= r3
 
 
 @kernel(inline="always", _nrt=False)
-def sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
+def sub(available: np.ndarray, p: int, k1: int, k2: int, k3: int, r0: int, r1: int, r2: int, r3: int, f: int) -> None:
     """Take f copies of (r0..r3) from node p (the last column first: k1..k3 may repeat
     the last column with a request of 0)."""
     available[p, k3] -= f * r3
@@ -86,7 +89,22 @@ def sub(available, p, k1, k2, k3, r0, r1, r2, r3, f):
 
 
 @kernel(inline="always", _nrt=False)
-def walk(available, masks, c, p, want, k1, k2, k3, r0, r1, r2, r3, few, placement):
+def walk(
+    available: np.ndarray,
+    masks: np.ndarray,
+    c: int,
+    p: int,
+    want: int,
+    k1: int,
+    k2: int,
+    k3: int,
+    r0: int,
+    r1: int,
+    r2: int,
+    r3: int,
+    few: int,
+    placement: np.ndarray,
+) -> tuple[int, int, int]:
     """Greedy walk of c from node p placing up to `want` replicas (r0..r3: its request),
     each node taking min(what is left, what it fits). few: `multiplies(r0..r3)`, or any
     smaller bound on `want` the caller knows keeps want x request within int64.

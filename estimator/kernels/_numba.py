@@ -114,11 +114,14 @@ kernel = cast(_Kernel, functools.partial(numba.njit, cache=True, nogil=True, fas
 """Decorator for every kernel: `@kernel` (lazy compile; `warmup()` compiles them all)."""
 
 
+# numba's typing and code generation objects (the typing and target contexts, the argument
+# types, llvmlite's IRBuilder and values) are Any: llvmlite ships no types, and numba calls
+# these two itself, never our code.
 @intrinsic
-def _mulhi(typingctx, a, b):
+def _mulhi(typingctx: Any, a: Any, b: Any) -> tuple[Any, Callable[[Any, Any, Any, Any], Any]]:
     signature = numba.types.uint64(numba.types.uint64, numba.types.uint64)
 
-    def codegen(context, builder, sig, args):
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         wide = ir.IntType(128)
         product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
         return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
@@ -149,7 +152,7 @@ def loading_from_cache_only() -> Iterator[None]:
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
 
-    def load(cache, sig, target_context):
+    def load(cache: caching.Cache, sig: Any, target_context: Any) -> Any:
         return cache._load_overload(sig, target_context)
 
     with _SWAPPED:

@@ -62,6 +62,7 @@ All packing runs on copies; `available` is never written.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -71,6 +72,13 @@ from ._numba import kernel
 from .firstfit import karmada_first_fit, pack, staged_first_fit
 from .fit import bounds, compact, eligible_pool, full_pass_affordable, node_fits
 from .witness import placement_valid
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import TypeAlias
+
+    # A candidate's component order: its name (GIVEN, ...), or the order itself.
+    _OrderName: TypeAlias = str | tuple[int, ...]
 
 # Node orders (see the module docstring).
 LEAST_CONTENDED_WORST_FIT = 0
@@ -212,17 +220,17 @@ class _Search:
 
     def __init__(
         self,
-        available,
-        requests,
-        replicas,
-        masks,
-        fits,
-        bound,
+        available: np.ndarray,
+        requests: np.ndarray,
+        replicas: np.ndarray,
+        masks: np.ndarray,
+        fits: np.ndarray,
+        bound: int,
         baseline: Packing,
-        allowance=None,
+        allowance: float | None = None,
         first_fit_work: int = 0,
         work: int = 0,
-    ):
+    ) -> None:
         self.available, self.requests, self.replicas, self.masks = available, requests, replicas, masks
         self.fits, self.bound, self.best = fits, bound, baseline
         self._orders: dict = {}
@@ -251,7 +259,7 @@ class _Search:
         self.work += work + _STEP_OVERHEAD
         self.steps += 1
 
-    def _candidate(self, name, kind: int):
+    def _candidate(self, name: _OrderName, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """name: a component order's name, or the order itself (a tuple of indices)."""
         key = (name, kind)
         if key not in self._orders:
@@ -267,7 +275,7 @@ class _Search:
             self._orders[key] = (order, node_order, lengths)
         return self._orders[key]
 
-    def _order_cost(self, name, kind: int) -> int:
+    def _order_cost(self, name: _OrderName, kind: int) -> int:
         """Work to build a candidate's node orders, 0 once built."""
         if (name, kind) in self._orders:
             return 0
@@ -281,7 +289,7 @@ class _Search:
                 return True
         return False
 
-    def _set_by_set(self, name, kind: int) -> None:
+    def _set_by_set(self, name: _OrderName, kind: int) -> None:
         if not self._afford(self._order_cost(name, kind) + self._set_by_set_guess + self._copy + self._witness):
             return
         order, node_order, lengths = self._candidate(name, kind)
@@ -291,7 +299,7 @@ class _Search:
         self._set_by_set_guess = max(self._set_by_set_guess, got.work)
         self._offer(got.sets, got.placement)
 
-    def _exactly_with(self, k: int, name, kind: int) -> bool:
+    def _exactly_with(self, k: int, name: _OrderName, kind: int) -> bool:
         # Copies, one walk per component over its node order, the witness check: known in advance.
         if not self._afford(self._order_cost(name, kind) + self._copy + self._walk + self._witness):
             return False
@@ -300,7 +308,7 @@ class _Search:
         self._charge(got.work + self._copy)
         return got.sets == 1 and self._offer(k, got.placement)
 
-    def _exactly(self, k: int, candidates) -> bool:
+    def _exactly(self, k: int, candidates: Iterable[tuple[_OrderName, int]]) -> bool:
         """Place k sets in bulk with the first candidate order that manages it (in budget)."""
         if k > INT64_MAX // max(int(self.replicas.max()), 1):
             return False
@@ -377,11 +385,11 @@ def room_factor(bound: int, sets: int) -> int:
 
 
 def best_sets(
-    available,
-    requests,
-    replicas,
-    masks,
-    upper,
+    available: object,
+    requests: object,
+    replicas: object,
+    masks: object,
+    upper: object,
     budget: float | None = None,
     known_bound: int | None = None,
     known_pool: int | None = None,

@@ -435,7 +435,16 @@ def _small_scratch(requests: np.ndarray, order: np.ndarray) -> tuple[np.ndarray,
     return np.empty(4 * n_req + order.shape[0], dtype=np.int64), np.empty((order.shape[0], n_cols), dtype=np.int64)
 
 
-def pack(available, requests, replicas, masks, order, node_order, lengths, upper) -> Packing:
+def pack(
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    order: np.ndarray,
+    node_order: np.ndarray,
+    lengths: np.ndarray,
+    upper: int,
+) -> Packing:
     """`_first_fit` on already-validated arrays (consumes `available`)."""
     placement = np.zeros(masks.shape, dtype=np.int64)
     info = np.array([-1, 0], dtype=np.int64)
@@ -457,7 +466,9 @@ def pack(available, requests, replicas, masks, order, node_order, lengths, upper
     return Packing(sets, placement, -1, limiting, work)
 
 
-def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
+def karmada_first_fit(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int
+) -> Packing:
     """Karmada's order (components as given, nodes by index) on validated arrays: the
     two-component kernel where it applies (`firstfit_pair.pair_components`), the
     three-component one where it does (`firstfit_trio.trio_components`), else the
@@ -498,7 +509,9 @@ def karmada_first_fit(available, requests, replicas, masks, upper) -> Packing:
     return general_first_fit(available, requests, replicas, masks, upper)
 
 
-def general_first_fit(available, requests, replicas, masks, upper) -> Packing:
+def general_first_fit(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int
+) -> Packing:
     """Karmada's order through the general kernel (every component count; the reference the
     two-component kernel is timed against)."""
     order = np.arange(replicas.shape[0], dtype=np.int64)
@@ -509,7 +522,7 @@ def general_first_fit(available, requests, replicas, masks, upper) -> Packing:
 _GENERAL, _PAIR, _TRIO = 0, 2, 3
 
 
-def _kernel_for(requests, counts: list[int], n_nodes: int) -> tuple[int, int, int, int]:
+def _kernel_for(requests: np.ndarray, counts: list[int], n_nodes: int) -> tuple[int, int, int, int]:
     """(which kernel, its components) as `karmada_first_fit` picks: `firstfit_pair`'s,
     `firstfit_trio`'s, else the general one (-1: no component)."""
     if n_nodes > 0:
@@ -622,7 +635,13 @@ def _staged_first_fit(
 
 
 def staged_first_fit(
-    available, requests, replicas, masks, upper, bound_it: bool = True, by_column: np.ndarray | None = None
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    upper: int,
+    bound_it: bool = True,
+    by_column: np.ndarray | None = None,
 ) -> tuple[Packing, Pool | None]:
     """`karmada_first_fit` on a copy of `available` (validated arrays, left untouched), and,
     with `bound_it`, the staged bound's first stages from its answer (`_staged_first_fit`):
@@ -686,7 +705,7 @@ def staged_first_fit(
     return Packing(sets, placement, pool.bound, limiting, work), pool
 
 
-def first_fit_sets(available, requests, replicas, masks, upper) -> Packing:
+def first_fit_sets(available: object, requests: object, replicas: object, masks: object, upper: object) -> Packing:
     """Karmada's First-Fit: complete sets placed one after another, exactly as Go does.
 
     MUTATES `available` (int64[N, K], C-contiguous, writable): the consumption of every
@@ -697,7 +716,7 @@ def first_fit_sets(available, requests, replicas, masks, upper) -> Packing:
     return karmada_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
 
 
-def first_fit_bounded(available, requests, replicas, masks, upper) -> Packing:
+def first_fit_bounded(available: object, requests: object, replicas: object, masks: object, upper: object) -> Packing:
     """`first_fit_sets` (consuming `available` the same way) with `bound` filled in: the
     bound is taken on a copy made before packing, the arguments are checked once."""
     from .fit import staged_bound  # the Python wrappers may call across modules
@@ -711,7 +730,14 @@ def first_fit_bounded(available, requests, replicas, masks, upper) -> Packing:
     return packing._replace(bound=bound)
 
 
-def first_fit_with_bound(available, requests, replicas, masks, upper, by_column=None) -> Packing:
+def first_fit_with_bound(
+    available: object,
+    requests: object,
+    replicas: object,
+    masks: object,
+    upper: object,
+    by_column: np.ndarray | None = None,
+) -> Packing:
     """`first_fit_bounded` on a copy: `available` is not consumed (the snapshot's columns),
     and first-fit with the bound's first stages is one call (`staged_first_fit`; `by_column`:
     `column_layout(available)`, if the caller keeps it)."""

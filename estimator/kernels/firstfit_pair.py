@@ -79,7 +79,7 @@ def pair_components(requests: np.ndarray, replicas: np.ndarray | list[int]) -> t
 
 
 @kernel(inline="always", _nrt=False)
-def _magics(r0, r1, r2, r3):
+def _magics(r0: int, r1: int, r2: int, r3: int) -> tuple[np.uint64, ...]:
     """`magic` of each of r0..r3 (the kernel's fixed divisors: a share, a request)."""
     m0, s0 = magic(r0)
     m1, s1 = magic(r1)
@@ -89,7 +89,18 @@ def _magics(r0, r1, r2, r3):
 
 
 @kernel(inline="always", _nrt=False)
-def _fit_in_locals(x0, x1, x2, x3, r0, r1, r2, r3, magics, cap):
+def _fit_in_locals(
+    x0: int,
+    x1: int,
+    x2: int,
+    x3: int,
+    r0: int,
+    r1: int,
+    r2: int,
+    r3: int,
+    magics: tuple[np.uint64, ...],
+    cap: int,
+) -> int:
     """`fit` on a node's columns held in locals, dividing by multiplication: magics =
     `_magics(r0, r1, r2, r3)`."""
     m0, s0, m1, s1, m2, s2, m3, s3 = magics
@@ -106,7 +117,7 @@ def _fit_in_locals(x0, x1, x2, x3, r0, r1, r2, r3, magics, cap):
 
 
 @kernel(inline="always", _nrt=False)
-def _store(available, p, k1, k2, k3, x0, x1, x2, x3):
+def _store(available: np.ndarray, p: int, k1: int, k2: int, k3: int, x0: int, x1: int, x2: int, x3: int) -> None:
     """Write a node's columns back (the last first: k1..k3 may repeat the last column,
     whose repeats hold its value as read, a request of 0 never changing them)."""
     available[p, k3] = x3
@@ -116,7 +127,22 @@ def _store(available, p, k1, k2, k3, x0, x1, x2, x3):
 
 
 @kernel(inline="always", _nrt=False)
-def _drop(available, placement, c, start, end, extra, k1, k2, k3, r0, r1, r2, r3, give_back):
+def _drop(
+    available: np.ndarray,
+    placement: np.ndarray,
+    c: int,
+    start: int,
+    end: int,
+    extra: int,
+    k1: int,
+    k2: int,
+    k3: int,
+    r0: int,
+    r1: int,
+    r2: int,
+    r3: int,
+    give_back: bool,
+) -> int:
     """Take the last `extra` replicas of a fill of c (from node `start` to node `end`; at
     most what it placed, so the walk back never reaches what was there before it) back out
     of `placement`, and out of `available` too if `give_back`. Returns the last node that

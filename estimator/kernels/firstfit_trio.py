@@ -68,7 +68,23 @@ _NO_SCRATCH = np.zeros((COMPONENTS, 8), dtype=np.int64)
 
 
 @kernel(inline="always", _nrt=False)
-def _turn(available, requests, replicas, masks, c, p, n_nodes, k1, k2, k3, w0, w1, w2, w3, placement):
+def _turn(
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    c: int,
+    p: int,
+    n_nodes: int,
+    k1: int,
+    k2: int,
+    k3: int,
+    w0: int,
+    w1: int,
+    w2: int,
+    w3: int,
+    placement: np.ndarray,
+) -> tuple[int, int, int, bool]:
     """Component c's share of one set from its pointer p (w0..w3: the share, replicas x
     request): whole on p if p holds it, else a walk. Returns (the pointer after it, what is
     left, what it took on p, whether it went whole on p)."""

@@ -185,7 +185,9 @@ def node_fits(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray,
     return readonly(fits)
 
 
-def bounds(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int):
+def bounds(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int
+) -> tuple[int, np.ndarray]:
     """(bound, fits) on validated arrays: see `_bounds`. All replicas 0: every set is empty."""
     fits = np.empty(masks.shape, dtype=np.int64)
     if not replicas.any():
@@ -196,7 +198,9 @@ def bounds(available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, ma
     return bound, readonly(fits)
 
 
-def component_bound(available, requests, replicas, masks, c: int, upper: int) -> int:
+def component_bound(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, c: int, upper: int
+) -> int:
     """min(upper, sum of c's fits // replicas[c]): one fit per node, the cheapest relaxation."""
     if c < 0 or replicas[c] == 0:
         return upper
@@ -205,7 +209,15 @@ def component_bound(available, requests, replicas, masks, c: int, upper: int) ->
     )
 
 
-def first_fit_bound(available, requests, replicas, masks, upper: int, sets: int, limiting: int) -> int:
+def first_fit_bound(
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    upper: int,
+    sets: int,
+    limiting: int,
+) -> int:
     """`component_bound` of first-fit's limiting component, given first-fit's answer on these
     very arrays (`sets` complete, stopped by `limiting`): where that component is the only
     one with replicas, no pass over the nodes. First-fit then fills the nodes in order, each
@@ -423,12 +435,14 @@ class Pool(NamedTuple):
         return np.flatnonzero(self.usable)
 
 
-def pool_bound(totals: np.ndarray, requests, replicas, bound: int) -> int:
+def pool_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
     """min(`bound`, the column totals' bound) for the totals of an eligible pool."""
     return int(_column_bound(readonly(totals), requests, replicas, bound))
 
 
-def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
+def eligible_pool(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, bound: int
+) -> Pool:
     """The eligible pool (`_pool_pass`) on validated arrays, with the column-total
     relaxation (each column's supply over the pool // each set's demand) folded into `bound`."""
     n_nodes = available.shape[0]
@@ -438,7 +452,7 @@ def eligible_pool(available, requests, replicas, masks, bound: int) -> Pool:
     return Pool(usable, count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
 
 
-def compact(pool: Pool, available, masks):
+def compact(pool: Pool, available: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(available, masks) on the pool's nodes only, read-only (the arrays themselves when
     the pool is every node)."""
     if pool.whole:
@@ -461,7 +475,14 @@ def full_pass_affordable(n_comp: int, pool_count: int) -> bool:
 
 
 def staged_bound(
-    available, requests, replicas, masks, upper: int, reach: int, first: int, first_fit: bool = False
+    available: np.ndarray,
+    requests: np.ndarray,
+    replicas: np.ndarray,
+    masks: np.ndarray,
+    upper: int,
+    reach: int,
+    first: int,
+    first_fit: bool = False,
 ) -> int:
     """`set_bound` on validated arrays."""
     if first_fit:
@@ -478,7 +499,9 @@ def staged_bound(
     return full_stage(available, requests, replicas, masks, upper, pool)
 
 
-def full_stage(available, requests, replicas, masks, upper: int, pool: Pool) -> int:
+def full_stage(
+    available: np.ndarray, requests: np.ndarray, replicas: np.ndarray, masks: np.ndarray, upper: int, pool: Pool
+) -> int:
     """The staged bound's last stage after the pool's (whose bound is `pool.bound`): the
     full pass of `_bounds` over the pool where it is small enough (`full_pass_affordable`)."""
     if not full_pass_affordable(requests.shape[0], pool.count):
@@ -488,7 +511,15 @@ def full_stage(available, requests, replicas, masks, upper: int, pool: Pool) -> 
 
 
 def set_bound(
-    available, requests, replicas, masks, upper, reach: int = -1, first: int = -1, *, first_fit: bool = False
+    available: object,
+    requests: object,
+    replicas: object,
+    masks: object,
+    upper: object,
+    reach: int = -1,
+    first: int = -1,
+    *,
+    first_fit: bool = False,
 ) -> int:
     """An upper bound on the complete sets any placement reaches (<= upper).
 

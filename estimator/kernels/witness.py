@@ -64,7 +64,9 @@ def placement_valid(
     return True
 
 
-def verify_placement(available, requests, replicas, masks, sets, placement) -> bool:
+def verify_placement(
+    available: object, requests: object, replicas: object, masks: object, sets: object, placement: object
+) -> bool:
     """True iff `placement` (int64[C, N]) places `sets` complete sets within `available`.
 
     Checks: non-negative, zero where masks is False, sum over n of placement[c] ==
@@ -74,7 +76,7 @@ def verify_placement(available, requests, replicas, masks, sets, placement) -> b
     if isinstance(sets, bool):
         raise ValueError("sets must be an int, got bool")
     try:
-        count = operator.index(sets)
+        count = operator.index(sets)  # type: ignore[arg-type]  # any object: index()'s TypeError is the check
     except TypeError:
         raise ValueError(f"sets must be an int, got {type(sets).__name__}") from None
     place = amounts("placement", placement, 2)
