@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from _typeshed import WriteableBuffer
+    from typing_extensions import Buffer  # PEP 688, in typing from 3.12: what readinto fills
 
     # What socketserver hands a server's request methods (to a TCP server: the connection's socket).
     _Request: TypeAlias = socket.socket | tuple[bytes, socket.socket]
@@ -59,7 +59,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: WriteableBuffer) -> int:
+    def readinto(self, buffer: Buffer) -> int:
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("request not received in time")
