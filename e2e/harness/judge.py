@@ -339,7 +339,6 @@ class Judge:
     def _trial(self, member: RealMember, names: dict[str, str], job: Job, tag: str, scheduler: str, sets: int = 1,
                pins: dict[str, list[str]] | None = None, assumed_pins: list | None = None) -> bool:
         started = time.monotonic()
-        self._settle(member)
         query = job.query
         ns = self._namespace(f"m{member.seed}-{job.name}-{tag}")
         origin = {used: generated for generated, used in names.items()}[query.namespace]
@@ -356,7 +355,8 @@ class Judge:
             return self._bind(job_pods(query.components, ns, scheduler, sets=sets, pins=pins), ns)
         finally:
             self.api.delete(namespaced(ns, "pods"), grace=0)
-            # No binding cycle left that could still make a claim for a pod just deleted.
+            # No binding cycle left that could still make a claim for a pod just deleted, and
+            # the next trial starts on a cache that holds the member only.
             self._settle(member)
             if member.dra:  # the claims kube-scheduler made for the pods' DRA-served resources
                 self._delete_claims(ns)
@@ -438,6 +438,7 @@ class Judge:
         self._timed("populate", started)
         started = time.monotonic()
         ref, answers = self._answers(member, names)
+        self._settle(member)  # the first trial too starts on the member's pods only (each trial settles after itself)
         self._timed("answers", started)
         self.tally.members += 1
         self.tally.dra_members += member.dra

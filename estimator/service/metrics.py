@@ -7,7 +7,7 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Gauge
@@ -236,13 +236,14 @@ class EstimatorMetrics:
 
     def register_state(self, state: ClusterState) -> None:
         """Export the list/watch counters of a state that keeps them (WatchClusterState.stats())."""
-        if callable(getattr(state, "stats", None)):
-            self.registry.register(WatchCollector(cast(WatchStats, state)))  # it has stats(): checked above
+        if isinstance(state, WatchStats):
+            self.registry.register(WatchCollector(state))
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
 
 
+@runtime_checkable
 class WatchStats(Protocol):
     """A state that keeps list/watch counters: per kind, its counters by name (WatchClusterState.stats())."""
 
