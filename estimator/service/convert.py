@@ -372,7 +372,7 @@ def _resource_requests(
     if encoded:
         amounts = _amounts(encoded, path, "resourceRequestBytes", True)
     messages = requirements.resourceRequest
-    if messages:
+    if messages and (amounts is None or not _same_encodings(messages, encoded)):
         original = _amounts(messages, path, "resourceRequest", False)
         if amounts is not None and original != amounts:
             differences = _differences(original, amounts)
@@ -385,6 +385,18 @@ def _resource_requests(
     )
 
 
+def _same_encodings(messages: Mapping, encoded: Mapping) -> bool:
+    """Whether the Quantity messages are, name for name, the encoded ones (karmada-scheduler
+    sends both forms of one list): then they hold the same amounts, and the message form
+    need not be read again (a new job's amounts miss every cache)."""
+    if len(messages) != len(encoded):
+        return False
+    for name in messages:  # only the message map's own keys: indexing it would add a missing one
+        if encoded.get(name) != messages[name].SerializeToString():
+            return False
+    return True
+
+
 def _amounts(entries: Mapping, path: str, field: str, encoded: bool) -> dict[str, int]:
     """Every entry's amount, by name in sorted order: encoded Quantity messages (`encoded`,
     resourceRequestBytes) or Quantity messages. Every entry is validated, even ones the
@@ -393,14 +405,15 @@ def _amounts(entries: Mapping, path: str, field: str, encoded: bool) -> dict[str
     if len(entries) > LIMITS["resourceRequestBytes"]:
         _limit(len(entries), "resourceRequestBytes", f"{path}.{field}")
     amounts = {}
-    for name, value in sorted(entries.items()):  # names are unique: values are never compared
+    for name in sorted(entries):  # the keys alone: a protobuf map's items() is the slow generic view
+        value = entries[name]
         try:
             if len(name) > MAX_TEXT:  # before the name reaches a cache keyed on it
                 raise _BadQuantity(
                     f"the name is {len(name)} characters long, more than the {MAX_TEXT} this estimator accepts"
                 )
-            # The cached readers inline (`_quantity`, `_quantity_text`): a new job's amounts
-            # miss every cache, and each call layer costs on every entry.
+            # The caches are called here, not through a helper: a new job's amounts miss
+            # every cache, and each call layer costs on every entry.
             if encoded:
                 if len(value) > _CACHED_QUANTITY_BYTES:
                     amounts[name] = _decode_quantity(name, value)
@@ -442,17 +455,12 @@ def _decode_quantity(name: str, encoded: bytes) -> int:
         quantity = k8s_resource.Quantity.FromString(encoded)
     except DecodeError:
         raise _BadQuantity(f"is not a valid encoding of {k8s_resource.Quantity.DESCRIPTOR.full_name}") from None
-    return _quantity_text(name, quantity.string)
+    # Not through `_quantity_texts`: the caller's cache keeps the amount, once.
+    return _read_quantity_text(name, quantity.string)
 
 
 # Requests repeat the same few encoded quantities; decode each once.
 _decoded_quantity = functools.lru_cache(maxsize=4096)(_decode_quantity)
-
-
-def _quantity_text(name: str, text: str | bytes) -> int:
-    if len(text) > _CACHED_QUANTITY_BYTES:
-        return _read_quantity_text(name, text)  # refused (too long), and not kept
-    return _quantity_texts(name, text)
 
 
 def _read_quantity_text(name: str, text: str | bytes) -> int:

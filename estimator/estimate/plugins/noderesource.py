@@ -196,11 +196,10 @@ class _Plan:
         self.rows = _request_arrays(components, self.index)
         self.claims = _claims_key(tuple([c.shape.claim for c in components]))
         # The upper bound's key: both modes share it (best mode's bound is first-fit's, the
-        # same staged relaxation reached from the same first-fit answer).
+        # same staged relaxation reached from the same first-fit answer). It holds the
+        # claims' key, whose hash is known, not the claims (hashed again otherwise).
         requests, replicas = self.rows
-        self.bound_key = HashedKey(
-            ("set bound", self.columns, requests.tobytes(), replicas.tobytes(), self.claims.value)
-        )
+        self.bound_key = HashedKey(("set bound", self.columns, requests.tobytes(), replicas.tobytes(), self.claims))
         self.pool_key = HashedKey(("eligible pool", self.bound_key))  # best mode's pool size, by the same shape
         # Weak references to a snapshot and to its entries for this plan (the gathered
         # columns, the masks): a plan outlives snapshots and must not keep their arrays alive.
