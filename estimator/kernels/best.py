@@ -62,6 +62,7 @@ All packing runs on copies; `available` is never written.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -360,7 +361,7 @@ class _Search:
 
 
 def _price(cells: int, per_cell: float) -> int:
-    return int(np.ceil(cells * per_cell))
+    return math.ceil(cells * per_cell)
 
 
 def _least_step(n_comp: int, n_nodes: int) -> int:
@@ -454,7 +455,6 @@ def best_sets(
         bound = baseline.bound  # the limiting component's, or the pool's column totals'
         if pool is None:  # first-fit reaches the limiting component's bound
             return baseline
-        baseline = baseline._replace(pool=pool.count)
         full = full_pass_affordable(n_comp, pool.count)
         if baseline.sets >= bound or (budget == 0 and not full):
             return baseline

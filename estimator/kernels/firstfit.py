@@ -53,12 +53,12 @@ from .firstfit_trio import scratch as trio_scratch
 from .firstfit_trio import trio_components, trio_first_fit
 from .fit import (
     Pool,
+    column_bound,
     column_fit_sum,
     column_pool,
     columnar_requests,
     fit_sum,
     magics_buffer,
-    pool_bound,
     pool_pass,
     validated_layout,
 )
@@ -570,8 +570,9 @@ def _staged_first_fit(
     between its passes. info[0], info[1]: first-fit's limiting component and work; info[2]:
     the limiting component's bound (`fit.first_fit_bound`); info[3]: the eligible pool's
     node count (`fit.eligible_pool`: flags[1] marks its nodes, `totals` holds its column
-    totals); each -1 where its stage did not run (first-fit reached `upper`, or the stage
-    before came down to first-fit's answer). Not for a job whose components all have 0 replicas. `available`
+    totals), info[4] the bound those totals give (`fit.pool_bound`); each -1 where its
+    stage did not run (first-fit reached `upper`, or the stage before came down to
+    first-fit's answer). Not for a job whose components all have 0 replicas. `available`
     is the caller's copy of `pristine` (first-fit consumes it), and `small`, `demand`,
     `magics` are the scratch of `_first_fit` and `fit.fit_sum`, and `fits` (int64 [N]) and
     `flags` (bool [2, N]) that of the bound's column passes (`fit.column_fit_sum`,
@@ -600,6 +601,7 @@ def _staged_first_fit(
         )
     info[2] = -1
     info[3] = -1
+    info[4] = -1
     if not bound_it or sets >= upper:
         return sets
     limiting = info[0]
@@ -631,6 +633,7 @@ def _staged_first_fit(
             info[3] = column_pool(columns, requests, replicas, masks, flags[0], flags[1], totals)
         else:
             info[3] = pool_pass(pristine, requests, replicas, masks, flags[1], totals)
+        info[4] = column_bound(totals, requests, replicas, bound)  # `fit.pool_bound`
     return sets
 
 
@@ -645,11 +648,11 @@ def staged_first_fit(
 ) -> tuple[Packing, Pool | None]:
     """`karmada_first_fit` on a copy of `available` (validated arrays, left untouched), and,
     with `bound_it`, the staged bound's first stages from its answer (`_staged_first_fit`):
-    the packing carries the bound they reach (-1 without `bound_it`) and the pool, if its
-    stage ran, is returned too. The bound is `fit.staged_bound`'s but for its last stage,
-    the full pass over a small pool, which the caller runs (`fit.full_pass_affordable`).
-    `by_column`: `fit.column_layout(available)` if the caller keeps it (worked out here
-    otherwise, for a bound)."""
+    the packing carries the bound they reach (-1 without `bound_it`) and, if the pool's
+    stage ran, the pool's size; the pool itself is returned too. The bound is
+    `fit.staged_bound`'s but for its last stage, the full pass over a small pool, which the
+    caller runs (`fit.full_pass_affordable`). `by_column`: `fit.column_layout(available)`
+    if the caller keeps it (worked out here otherwise, for a bound)."""
     counts = replicas.tolist()
     if not any(counts):
         # Every set is empty and "fits"; Go would loop to its bound, we answer it directly.
@@ -658,7 +661,7 @@ def staged_first_fit(
     which, c0, c1, c2 = _kernel_for(requests, counts, n_nodes)
     order = readonly(np.arange(len(counts), dtype=np.int64)) if which == _GENERAL else _NO_LENGTHS
     placement = np.zeros(masks.shape, dtype=np.int64)
-    info = np.array([-1, 0, -1, -1], dtype=np.int64)
+    info = np.array([-1, 0, -1, -1, -1], dtype=np.int64)
     width = n_nodes if bound_it else 0
     if by_column is not None and (by_column.shape != (n_cols, n_nodes) or by_column.dtype != np.int64):
         raise ValueError(f"by_column must be int64 [{n_cols}, {n_nodes}] (available's columns), got {by_column.shape}")
@@ -694,15 +697,15 @@ def staged_first_fit(
         *_small_scratch(requests, order),
         magics_buffer(n_cols),
     )
-    limiting, work, bound, count = info.tolist()
+    limiting, work, bound, count, totals_bound = info.tolist()
     if not bound_it:
         return Packing(sets, placement, -1, limiting, work), None
     if bound < 0:  # first-fit reached upper
         return Packing(sets, placement, upper, limiting, work), None
     if count < 0:
         return Packing(sets, placement, bound, limiting, work), None
-    pool = Pool(flags[1], count, count == n_nodes, pool_bound(totals, requests, replicas, bound))
-    return Packing(sets, placement, pool.bound, limiting, work), pool
+    pool = Pool(flags[1], count, count == n_nodes, totals_bound)
+    return Packing(sets, placement, pool.bound, limiting, work, count), pool
 
 
 def first_fit_sets(available: object, requests: object, replicas: object, masks: object, upper: object) -> Packing:

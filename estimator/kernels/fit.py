@@ -413,7 +413,7 @@ column_pool = _column_pool
 
 
 @kernel
-def _column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
+def column_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
     """min(bound, over columns k: what the pool has of k // what a set needs of k)."""
     for k in range(requests.shape[1]):
         bound = _bound(totals[k], _demand(requests, replicas, k), bound)
@@ -436,8 +436,9 @@ class Pool(NamedTuple):
 
 
 def pool_bound(totals: np.ndarray, requests: np.ndarray, replicas: np.ndarray, bound: int) -> int:
-    """min(`bound`, the column totals' bound) for the totals of an eligible pool."""
-    return int(_column_bound(readonly(totals), requests, replicas, bound))
+    """min(`bound`, the column totals' bound) for the totals of an eligible pool. `totals`
+    writable, as `firstfit._staged_first_fit` passes its own: one compiled signature."""
+    return int(column_bound(totals, requests, replicas, bound))
 
 
 def eligible_pool(
