@@ -119,6 +119,68 @@ def _fit_sum_and_pool_by_hand(available, requests, replicas, masks, c):
     return min(total, INT64_MAX), pool, totals
 
 
+def _staged_bound_by_hand(available, requests, replicas, masks, upper, sets, limiting):
+    """(bound, pool size) the staged first-fit's stages reach from first-fit's answer, in
+    plain Python: first-fit's own count for a lone component; else the limiting component's
+    fit sum // its replicas (upper without one), then, where that leaves room above
+    first-fit, min with each column's pool total // what a set needs of it (pool size None:
+    that stage did not run)."""
+    if sets >= upper:
+        return upper, None
+    active = [c for c in range(len(replicas)) if replicas[c] > 0]
+    if limiting >= 0 and replicas[limiting] > 0 and len(active) == 1:
+        return sets, None
+    if limiting >= 0 and replicas[limiting] > 0:
+        total, pool, totals = _fit_sum_and_pool_by_hand(available, requests, replicas, masks, limiting)
+        bound = min(upper, total // int(replicas[limiting]))
+    else:
+        _, pool, totals = _fit_sum_and_pool_by_hand(available, requests, replicas, masks, 0)
+        bound = upper
+    if bound <= sets:
+        return bound, None
+    for k in range(available.shape[1]):
+        demand = sum(int(replicas[c]) * int(requests[c, k]) for c in active)
+        if demand > 0:
+            bound = min(bound, totals[k] // demand)
+    return bound, len(pool)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(max_nodes=8, max_amount=12))
+def test_the_staged_kernel_reaches_the_bound_of_its_stages(case):
+    """`firstfit.staged_first_fit`'s bound and pool size (the column-total stage worked out
+    inside the kernel) against its stages in plain Python, from first-fit's own answer."""
+    from estimator.kernels import firstfit
+
+    available, requests, replicas, masks, upper = case
+    if not replicas.any():
+        return
+    p = problem(available, requests, replicas, masks, upper, in_place=False)
+    first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, upper)
+    packing, pool = firstfit.staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+    bound, size = _staged_bound_by_hand(available, requests, replicas, masks, upper, first_fit.sets, first_fit.limiting)
+    assert (packing.sets, packing.bound) == (first_fit.sets, bound)
+    assert (packing.pool, pool is None) == ((-1, True) if size is None else (size, False))
+    if pool is not None:
+        assert (pool.count, pool.bound) == (size, bound)
+
+
+def test_the_pool_column_totals_lower_the_staged_bound():
+    # Two components of 2 cpu each, one replica apiece, on three nodes of 3 cpu: first-fit
+    # places one set; the limiting component fits one replica per node (bound 3), but the
+    # pool's 9 cpu hold only 2 sets of 4 cpu: the bound the stages reach is 2.
+    from estimator.kernels import firstfit
+
+    available = np.array([[10, 3]] * 3, dtype=np.int64)
+    requests = np.array([[1, 2], [1, 2]], dtype=np.int64)
+    replicas = np.array([1, 1], dtype=np.int64)
+    masks = np.ones((2, 3), dtype=np.bool_)
+    p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
+    packing, pool = firstfit.staged_first_fit(p.available, p.requests, p.replicas, p.masks, p.upper)
+    assert (packing.sets, packing.bound, packing.pool) == (1, 2, 3)
+    assert pool is not None and (pool.count, pool.bound) == (3, 2)
+
+
 # Scales for the amounts: as drawn; just below the column passes' limit (their float
 # estimate of each quotient is then least exact); near int64's edge (the node-by-node
 # passes' division by multiplication and saturation; the column passes refuse it).
