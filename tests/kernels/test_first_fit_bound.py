@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from estimator import kernels
-from estimator.kernels import fit
+from estimator.kernels import firstfit, fit
 from estimator.kernels._arrays import problem, readonly
 from tests.kernels.test_properties import clusters
 
@@ -150,8 +150,6 @@ def _staged_bound_by_hand(available, requests, replicas, masks, upper, sets, lim
 def test_the_staged_kernel_reaches_the_bound_of_its_stages(case):
     """`firstfit.staged_first_fit`'s bound and pool size (the column-total stage worked out
     inside the kernel) against its stages in plain Python, from first-fit's own answer."""
-    from estimator.kernels import firstfit
-
     available, requests, replicas, masks, upper = case
     if not replicas.any():
         return
@@ -169,8 +167,6 @@ def test_the_pool_column_totals_lower_the_staged_bound():
     # Two components of 2 cpu each, one replica apiece, on three nodes of 3 cpu: first-fit
     # places one set; the limiting component fits one replica per node (bound 3), but the
     # pool's 9 cpu hold only 2 sets of 4 cpu: the bound the stages reach is 2.
-    from estimator.kernels import firstfit
-
     available = np.array([[10, 3]] * 3, dtype=np.int64)
     requests = np.array([[1, 2], [1, 2]], dtype=np.int64)
     replicas = np.array([1, 1], dtype=np.int64)
