@@ -31,6 +31,7 @@ import numpy as np
 from ._arrays import AMOUNTS, FLAGS, REQUEST_ROWS, Packing, vouch, vouched_copy
 from ._numba import cache_note, loading_from_cache_only, release_linking_modules
 from .best import best_sets
+from .exact import place_exactly
 from .firstfit import first_fit_bounded, first_fit_sets, first_fit_with_bound
 from .fit import column_layout, set_bound, sum_fit
 from .witness import verify_placement
@@ -93,6 +94,9 @@ def _run_every_kernel() -> None:
     verify_placement(available, requests, replicas, masks, packing.sets, packing.placement)
     first_fit_sets(available.copy(), requests, replicas, masks, 4)
     first_fit_with_bound(available, requests, replicas, masks, 4)
+    # Best mode's exact search on small problems (`exact`), which the search above settles
+    # without: 2 sets are 1 more than fit.
+    place_exactly(available, requests, replicas, masks, 2, np.arange(2, dtype=np.int64), 1_000)
     # Three components (a Ray-like head, cpu and gpu group): `firstfit_trio`.
     first_fit_sets(
         available.copy(),

@@ -31,9 +31,14 @@ it counts, so every answer comes with a witness, and none is above a proven boun
    set). Sets are interchangeable, so any aggregated placement with those totals is a
    witness for k sets. First k = U with up to three candidates (the bounds are usually
    tight), then a few bisection probes between the best witness and U with the first.
-7. Small problems (a pool of up to 32 nodes, up to 4 components), instead of the
-   bisection: every component order with both node orders, set by set and for each k
-   from U down.
+7. Small problems (a pool of up to 32 nodes), instead of the bisection: the exact search
+   (`exact.place_exactly`: every way to spread each component's replicas over the pool,
+   pruned, within a step budget), bisecting between the best witness and U. Each k it
+   places is a witness; each k it rules out brings U down to k - 1, so where it finishes
+   the answer is the optimum and proven (its bound is the answer). Where its steps run out
+   (half of what the budget leaves, at most _EXACT_STEPS), up to 4 components go on with
+   every component order with both node orders, set by set and for each k from U down;
+   more components with the bisection.
 
 Quality against the exact optimum on members from eight generators (small random ones,
 jobs fenced onto 1-8 nodes of 500-2,000-node members, 20-200-node GPU members), and where
@@ -70,6 +75,7 @@ import numpy as np
 from ._arith import INT64_MAX
 from ._arrays import Packing, problem, readonly
 from ._numba import kernel
+from .exact import FOUND, NONE, place_exactly
 from .firstfit import karmada_first_fit, pack, staged_first_fit
 from .fit import bounds, compact, eligible_pool, full_pass_affordable, node_fits
 from .witness import placement_valid
@@ -98,6 +104,9 @@ SET_BY_SET_CANDIDATE = (GIVEN, LEAST_CONTENDED_WORST_FIT)
 _SMALL_NODES = 32
 _SMALL_COMPONENTS = 4
 _SMALL_K_TRIES = 8
+# The exact search on a small problem (`_Search._prove`) may take this many steps at most
+# (about 10 ns each), and half of what the budget leaves when there is one.
+_EXACT_STEPS = 2_000_000
 
 # Counting-sort buckets: larger fits, and more than 7 contenders, share the last one (the
 # order is a heuristic only).
@@ -329,6 +338,8 @@ class _Search:
         if self.best.sets >= self.bound or self._exactly(self.bound, BULK_CANDIDATES[1:]):
             return self.best
         n_comp, n_nodes = self.fits.shape
+        if n_nodes <= _SMALL_NODES and self._prove():
+            return self.best
         if n_nodes <= _SMALL_NODES and n_comp <= _SMALL_COMPONENTS:
             self._everything()
             return self.best
@@ -342,6 +353,35 @@ class _Search:
             elif not self.stopped:
                 high = mid - 1
         return self.best
+
+    def _prove(self) -> bool:
+        """The exact search (`exact.place_exactly`), bisecting between the best witness and
+        the bound: every k it places is a witness, every k it rules out brings the bound
+        down to k - 1. True when that settles the answer (the best witness reaches the
+        bound, now proven), False when its steps ran out first."""
+        order = _component_order(SCARCE, self.replicas, self.fits)
+        share = None if self._allowance is None else (self._allowance - self.work) / 2
+        spent = 0
+        low, high = self.best.sets, self.bound  # low has a witness; no placement passes high
+        while low < high:
+            cap = _EXACT_STEPS - spent
+            if share is not None:
+                cap = min(cap, math.floor(share - spent) - self._copy - self._witness - _STEP_OVERHEAD)
+            if cap <= 0:
+                return False
+            k = (low + high + 1) // 2
+            status, steps, placement = place_exactly(
+                self.available, self.requests, self.replicas, self.masks, k, order, cap
+            )
+            spent += steps
+            self._charge(steps + self._copy)
+            if status == NONE:
+                high = self.bound = k - 1
+            elif status == FOUND and self._offer(k, placement):
+                low = k
+            else:
+                return False
+        return True
 
     def _everything(self) -> None:
         """Every component order with both node orders: set by set, then exactly k sets for
@@ -413,7 +453,8 @@ def best_sets(
     `known_bound`: this bound, from an earlier call on the same arrays (the caller keys it
     by snapshot and request shape), instead of working it out again. It is the value
     `set_bound(..., reach=first-fit's sets, first=first-fit's limiting component)` gives,
-    which is how this function computes it too; a request whose first-fit answer reaches
+    which is how this function computes it too, or the lower one this function returned
+    (the exact search of a small pool proves it); a request whose first-fit answer reaches
     it then costs one first-fit pass. `known_pool`: with it, the result's `pool` of such a
     call (the eligible pool's size); a request whose search could not afford a step then
     costs one first-fit pass too. `by_column`: `column_layout(available)`, if the caller
@@ -501,6 +542,7 @@ def best_sets(
         work=_price(n_comp * pool.count, _FITS_CELL),
     )
     found = search.run()
+    bound = search.bound  # the exact search may prove a lower one
     work = baseline.work + (0 if pool.whole else pool_baseline.work) + search.work
     if found is pool_baseline:
         return baseline._replace(bound=bound, work=work)

@@ -1,6 +1,7 @@
 """Best mode reuses the upper bound worked out for a snapshot and request shape (in either
 mode): the answer is the same as with the bound computed afresh, and the bound the kernels
-would compute is the one passed in."""
+would compute is the one passed in (first-fit's staged bound, or best mode's lower one where
+its exact search proves it)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,16 @@ def test_a_known_bound_gives_the_same_answer_as_computing_it(seed):
     served = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=1.0,
                                known_bound=fresh.bound)
     assert (served.sets, served.bound) == (fresh.sets, fresh.bound)
-    assert np.array_equal(served.placement, fresh.placement)
     assert first_fit <= served.sets <= served.bound
     assert naive.verify(available, requests, replicas, masks, served.sets, served.placement)
-    # The bound best mode reports is the staged bound first-fit mode caches under the same key.
+    # The bound best mode reports is the staged bound first-fit mode caches under the same key,
+    # or lower where its exact search on a small pool proves one. Searching from the staged
+    # bound takes the same steps as before: the same witness; from the proven one, the search
+    # may reach the same answer through another witness.
     ff = kernels.first_fit_bounded(available.copy(), requests, replicas, masks, MAX_INT32)
-    assert ff.bound == fresh.bound
+    assert fresh.bound <= ff.bound
+    if fresh.bound == ff.bound:
+        assert np.array_equal(served.placement, fresh.placement)
     if available.shape[0] <= 6 and replicas.sum() <= 6:
         assert fresh.bound >= naive.exhaustive(available, requests, replicas, masks, 64)[0]
 

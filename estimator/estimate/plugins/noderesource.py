@@ -195,9 +195,10 @@ class _Plan:
         self.index = {name: k for k, name in enumerate(self.columns)}
         self.rows = _request_arrays(components, self.index)
         self.claims = _claims_key(tuple([c.shape.claim for c in components]))
-        # The upper bound's key: both modes share it (best mode's bound is first-fit's, the
-        # same staged relaxation reached from the same first-fit answer). It holds the
-        # claims' key, whose hash is known, not the claims (hashed again otherwise).
+        # The upper bound's key: both modes share it (the same staged relaxation reached from
+        # the same first-fit answer; best mode's may be lower, proven by its exact search of a
+        # small pool: still a bound for either). It holds the claims' key, whose hash is
+        # known, not the claims (hashed again otherwise).
         requests, replicas = self.rows
         self.bound_key = HashedKey(("set bound", self.columns, requests.tobytes(), replicas.tobytes(), self.claims))
         self.pool_key = HashedKey(("eligible pool", self.bound_key))  # best mode's pool size, by the same shape
