@@ -36,7 +36,8 @@ it counts, so every answer comes with a witness, and none is above a proven boun
    pruned, within a step budget), bisecting between the best witness and U. Each k it
    places is a witness; each k it rules out brings U down to k - 1, so where it finishes
    the answer is the optimum and proven (its bound is the answer). Where its steps run out
-   (half of what the budget leaves, at most _EXACT_STEPS), up to 4 components go on with
+   (half of what the budget leaves, a step priced _EXACT_STEP visits; at most
+   _EXACT_STEPS), up to 4 components go on with
    every component order with both node orders, set by set and for each k from U down;
    more components with the bisection.
 
@@ -104,9 +105,11 @@ SET_BY_SET_CANDIDATE = (GIVEN, LEAST_CONTENDED_WORST_FIT)
 _SMALL_NODES = 32
 _SMALL_COMPONENTS = 4
 _SMALL_K_TRIES = 8
-# The exact search on a small problem (`_Search._prove`) may take this many steps at most
-# (about 10 ns each), and half of what the budget leaves when there is one.
+# The exact search on a small problem (`_Search._prove`) may take this many steps at most,
+# and half of what the budget leaves when there is one. A step (`exact`) costs about this
+# many first-fit node visits (`python -m benchmarks.search_costs`, as the prices below).
 _EXACT_STEPS = 2_000_000
+_EXACT_STEP = 2
 
 # Counting-sort buckets: larger fits, and more than 7 contenders, share the last one (the
 # order is a heuristic only).
@@ -360,13 +363,14 @@ class _Search:
         down to k - 1. True when that settles the answer (the best witness reaches the
         bound, now proven), False when its steps ran out first."""
         order = _component_order(SCARCE, self.replicas, self.fits)
-        share = None if self._allowance is None else (self._allowance - self.work) / 2
+        limit = None if self._allowance is None else self.work + (self._allowance - self.work) / 2
         spent = 0
         low, high = self.best.sets, self.bound  # low has a witness; no placement passes high
         while low < high:
             cap = _EXACT_STEPS - spent
-            if share is not None:
-                cap = min(cap, math.floor(share - spent) - self._copy - self._witness - _STEP_OVERHEAD)
+            if limit is not None:
+                left = limit - self.work - self._copy - self._witness - _STEP_OVERHEAD
+                cap = min(cap, math.floor(left / _EXACT_STEP))
             if cap <= 0:
                 return False
             k = (low + high + 1) // 2
@@ -374,7 +378,7 @@ class _Search:
                 self.available, self.requests, self.replicas, self.masks, k, order, cap
             )
             spent += steps
-            self._charge(steps + self._copy)
+            self._charge(steps * _EXACT_STEP + self._copy)
             if status == NONE:
                 high = self.bound = k - 1
             elif status == FOUND and self._offer(k, placement):

@@ -16,8 +16,9 @@ the largest count that still fits first, and backs up on a dead end:
 
 The walk ends with a placement (FOUND), with every choice ruled out (NONE: no placement of
 k sets exists, so the optimum is below k), or past `cap` steps (UNKNOWN: no answer). A
-step is one count tried, or one node looked at by a start's checks, so a budget in steps
-bounds the time and the same problem always gets the same answer. Meant for pools of a
+step is one count tried, or one column of one node divided by a start's checks, so a
+budget in steps bounds the time (a step costs about a first-fit node visit or two:
+`python -m benchmarks.search_costs`) and the same problem always gets the same answer. Meant for pools of a
 few dozen nodes at most (best mode's small problems, `best._SMALL_NODES`): the number of
 spreads grows exponentially with nodes and replicas; the cap is what keeps it bounded.
 """
@@ -81,7 +82,7 @@ def _start(
             if q == pos:
                 fits[pos, n] = f
             total = _saturating_add(total, f)
-        steps += n_nodes
+        steps += n_nodes * capacity.shape[1]  # a division per column and node
         if total < demand[c]:
             return -steps
     suffix[pos, n_nodes] = 0
@@ -197,7 +198,7 @@ def place_exactly(
     """(FOUND, NONE or UNKNOWN, steps taken, placement of `sets` sets where FOUND) on
     validated arrays (`_arrays.problem`'s), searching components in `order` (those with
     replicas; the others place none). It stops at the first step past `cap` (>= 0): one
-    count tried, or a start's checks (at most len(order) x nodes steps), may pass it.
+    count tried, or a start's checks (at most len(order) x nodes x columns steps), may pass it.
     UNKNOWN without a step where sets x replicas passes int64."""
     n_comp, n_nodes = masks.shape
     placement = np.zeros((n_comp, n_nodes), dtype=np.int64)

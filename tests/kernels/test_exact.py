@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 
 from estimator import kernels
-from estimator.kernels import exact
+from estimator.kernels import best, exact
 from estimator.kernels._arrays import problem
 from tests.kernels.test_properties import SETTINGS, clusters
 from tests.support import naive
@@ -104,7 +104,7 @@ def test_a_search_past_its_steps_answers_unknown_and_stops_near_its_cap():
     for cap in (0, 1, 5):
         status, steps, _ = exact.place_exactly(available, requests, replicas, masks, 6, order, cap)
         assert status == exact.UNKNOWN
-        assert steps <= cap + masks.size  # one start's checks may pass the cap
+        assert steps <= cap + masks.size * available.shape[1]  # one start's checks may pass the cap
 
 
 def test_sets_whose_replicas_pass_int64_are_not_searched():
@@ -123,3 +123,33 @@ def test_no_node_places_no_replica_and_no_replica_needs_no_node():
     no_mask = np.zeros((1, 0), dtype=np.bool_)
     assert exact.place_exactly(empty, requests, np.array([1]), no_mask, 1, order, PLENTY)[0] == exact.NONE
     assert exact.place_exactly(empty, requests, np.array([0]), no_mask, 1, order, PLENTY)[0] == exact.FOUND
+
+
+def test_a_proof_the_budget_cannot_pay_for_is_not_claimed_and_the_search_keeps_to_its_allowance():
+    # Eight nodes, two components: first-fit's 2 sets are the optimum, but ruling out a third
+    # takes the exact search a few thousand steps (the staged bound says 3).
+    available = np.array(
+        [
+            [9, 43, 340, 8],
+            [4, 14, 118, 2],
+            [7, 20, 244, 6],
+            [1, 9, 109, 1],
+            [5, 22, 65, 3],
+            [9, 15, 197, 7],
+            [3, 10, 129, 2],
+            [3, 14, 148, 2],
+        ],
+        dtype=np.int64,
+    )
+    requests = np.array([[1, 7, 12, 2], [1, 2, 63, 1]], dtype=np.int64)
+    replicas = np.array([3, 4], dtype=np.int64)
+    masks = np.ones((2, 8), dtype=np.bool_)
+    assert naive.exhaustive(available, requests, replicas, masks, MAX_INT32)[0] == 2
+    first_fit = kernels.first_fit_sets(available.copy(), requests, replicas, masks, MAX_INT32)
+    for budget in (None, 1.0):
+        proven = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=budget)
+        assert (proven.sets, proven.bound) == (2, 2)
+    short = kernels.best_sets(available, requests, replicas, masks, MAX_INT32, budget=0.01)
+    assert (short.sets, short.bound) == (2, 3)  # not proven: the steps ran out first
+    allowance = 0.01 * max(first_fit.work, best._MIN_SEARCH_WORK) * best.room_factor(3, 2)
+    assert short.work - first_fit.work <= allowance
