@@ -37,9 +37,8 @@ it counts, so every answer comes with a witness, and none is above a proven boun
    places is a witness; each k it rules out brings U down to k - 1, so where it finishes
    the answer is the optimum and proven (its bound is the answer). Where its steps run out
    (half of what the budget leaves, a step priced _EXACT_STEP visits; at most
-   _EXACT_STEPS), up to 4 components go on with
-   every component order with both node orders, set by set and for each k from U down;
-   more components with the bisection.
+   _EXACT_STEPS), up to 4 components go on with every component order with both node
+   orders, set by set and for each k from U down; more components with the bisection.
 
 Quality against the exact optimum on members from eight generators (small random ones,
 jobs fenced onto 1-8 nodes of 500-2,000-node members, 20-200-node GPU members), and where
