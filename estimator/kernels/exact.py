@@ -17,10 +17,11 @@ the largest count that still fits first, and backs up on a dead end:
 The walk ends with a placement (FOUND), with every choice ruled out (NONE: no placement of
 k sets exists, so the optimum is below k), or past `cap` steps (UNKNOWN: no answer). A
 step is one count tried, or one column of one node divided by a start's checks, so a
-budget in steps bounds the time (a step costs about a first-fit node visit or two:
-`python -m benchmarks.search_costs`) and the same problem always gets the same answer. Meant for pools of a
-few dozen nodes at most (best mode's small problems, `best._SMALL_NODES`): the number of
-spreads grows exponentially with nodes and replicas; the cap is what keeps it bounded.
+budget in steps bounds the time (a step costs about one or two first-fit node visits,
+`python -m benchmarks.search_costs`) and the same problem always gets the same answer.
+Meant for pools of a few dozen nodes at most (best mode's small problems,
+`best._SMALL_NODES`): the number of spreads grows exponentially with nodes and replicas;
+the cap is what keeps it bounded.
 """
 
 from __future__ import annotations
