@@ -36,13 +36,8 @@ def prices() -> dict[str, float]:
     """Each priced operation's price, in first-fit visits per component and node."""
     from estimator.kernels import best, fit
 
-    return {
-        "copy": best._COPY_CELL,
-        "node orders": best._ORDER_CELL,
-        "witness": best._WITNESS_CELL,
-        "fits": best._FITS_CELL,
-        "full bound pass": fit.BOUNDS_CELL,
-    }
+    return {"copy": best._COPY_CELL, "node orders": best._ORDER_CELL, "witness": best._WITNESS_CELL,
+            "fits": best._FITS_CELL, "full bound pass": fit.BOUNDS_CELL}
 
 
 # The exact search's step (`best._EXACT_STEP`) is priced per step, not per cell: it is timed
@@ -108,34 +103,20 @@ def step_costs(available, requests, replicas, masks, repeat: int) -> dict:
     lengths = np.empty(fits.shape[0], dtype=np.int64)
     buckets = best.fit_buckets(fits)
     placement = readonly(ff.placement)
-    timed = _interleaved_cpu_ms(
-        {
-            "first-fit": lambda: kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER),
-            "copy": lambda: p.available.copy(),
-            "node orders": lambda: best._node_orders(
-                fits,
-                p.replicas,
-                order,
-                best.LEAST_CONTENDED_WORST_FIT,
-                buckets,
-                node_order,
-                lengths,
-                best._order_scratch(fits.shape[1], buckets),
-            ),
-            "witness": lambda: placement_valid(p.available, p.requests, p.replicas, p.masks, ff.sets, placement),
-            "fits": lambda: fit.node_fits(p.available, p.requests, p.replicas, p.masks),
-            "full bound pass": lambda: fit.bounds(p.available, p.requests, p.replicas, p.masks, UPPER),
-            "eligible pool (unpriced)": lambda: fit.eligible_pool(p.available, p.requests, p.replicas, p.masks, UPPER),
-        },
-        repeat,
-    )
+    timed = _interleaved_cpu_ms({
+        "first-fit": lambda: kernels.first_fit_sets(available.copy(), requests, replicas, masks, UPPER),
+        "copy": lambda: p.available.copy(),
+        "node orders": lambda: best._node_orders(fits, p.replicas, order, best.LEAST_CONTENDED_WORST_FIT, buckets,
+                                                 node_order, lengths, best._order_scratch(fits.shape[1], buckets)),
+        "witness": lambda: placement_valid(p.available, p.requests, p.replicas, p.masks, ff.sets, placement),
+        "fits": lambda: fit.node_fits(p.available, p.requests, p.replicas, p.masks),
+        "full bound pass": lambda: fit.bounds(p.available, p.requests, p.replicas, p.masks, UPPER),
+        "eligible pool (unpriced)": lambda: fit.eligible_pool(p.available, p.requests, p.replicas, p.masks, UPPER),
+    }, repeat)
     ff_ms = timed.pop("first-fit")
     per_cell = ff_ms / max(ff.work, 1) * fits.shape[0] * fits.shape[1]
-    return {
-        "first_fit_ms": ff_ms,
-        "first_fit_work": ff.work,
-        "visits_per_cell": {k: v / per_cell for k, v in timed.items()},
-    }
+    return {"first_fit_ms": ff_ms, "first_fit_work": ff.work, "visits_per_cell": {k: v / per_cell
+                                                                                   for k, v in timed.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,30 +138,21 @@ def main(argv: list[str] | None = None) -> int:
     worst = {}
     price = prices() | {"exact step": best._EXACT_STEP}
     step_ns, proofs = exact_step_ns(args.exact_members)
-    print(
-        "first-fit node visits per component and node (the exact search's: per step); prices: "
-        + ", ".join(f"{op} {value:g}" for op, value in price.items())
-    )
-    print(
-        f"exact search: {step_ns:.2f} ns per step (CPU, median of {proofs} proofs of {EXACT_MIN_STEPS:,} steps "
-        f"or more on {args.exact_members:,} fenced pools)"
-    )
+    print("first-fit node visits per component and node (the exact search's: per step); prices: "
+          + ", ".join(f"{op} {value:g}" for op, value in price.items()))
+    print(f"exact search: {step_ns:.2f} ns per step (CPU, median of {proofs} proofs of {EXACT_MIN_STEPS:,} steps "
+          f"or more on {args.exact_members:,} fenced pools)")
     for name, arrays in cases.items():
         costs = step_costs(*arrays, repeat=args.repeat)
         cells = costs["visits_per_cell"]
         cells["exact step"] = step_ns * 1e-6 / (costs["first_fit_ms"] / max(costs["first_fit_work"], 1))
         for op, value in cells.items():
             worst[op] = max(worst.get(op, 0.0), value)
-        print(
-            f"{name}: first-fit {costs['first_fit_ms']:.3f} ms, {costs['first_fit_work']:,} visits; "
-            + ", ".join(f"{op} {value:.2f}" for op, value in cells.items())
-        )
+        print(f"{name}: first-fit {costs['first_fit_ms']:.3f} ms, {costs['first_fit_work']:,} visits; "
+              + ", ".join(f"{op} {value:.2f}" for op, value in cells.items()))
     over = [op for op, value in worst.items() if op in price and value > price[op]]
-    print(
-        "most: "
-        + ", ".join(f"{op} {value:.2f}" for op, value in worst.items())
-        + (f"  ABOVE the price: {', '.join(over)}" if over else "")
-    )
+    print("most: " + ", ".join(f"{op} {value:.2f}" for op, value in worst.items())
+          + (f"  ABOVE the price: {', '.join(over)}" if over else ""))
     return 1 if over else 0
 
 
