@@ -71,6 +71,8 @@ def exact_step_ns(members: int, seed: int = 5) -> tuple[float, int]:
             exact.place_exactly(available, requests, replicas, masks, sets + 1, order, 10**7)
             times.append(time.thread_time() - started)
         per_step.append(float(np.median(times)) / steps * 1e9)
+    if not per_step:
+        raise RuntimeError(f"no proof of {EXACT_MIN_STEPS:,} steps or more among {members:,} fenced pools: time more")
     return float(np.median(per_step)), len(per_step)
 
 

@@ -13,3 +13,14 @@ def test_every_priced_operation_is_measured_against_first_fits_own_visits():
     assert costs["first_fit_work"] > 0 and costs["first_fit_ms"] > 0
     assert set(search_costs.prices()) <= set(costs["visits_per_cell"])
     assert all(value > 0 for value in costs["visits_per_cell"].values())
+
+
+def test_the_exact_search_step_is_timed_on_proofs_long_enough_to_time():
+    ns, proofs = search_costs.exact_step_ns(300)  # seed 5: 9 proofs of 1,000 steps or more
+    assert proofs > 0 and ns > 0
+    try:
+        search_costs.exact_step_ns(0)
+    except RuntimeError as error:
+        assert "no proof" in str(error)
+    else:
+        raise AssertionError("no fenced pool timed, no figure")
