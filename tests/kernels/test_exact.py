@@ -23,14 +23,23 @@ def _given_order(requests: np.ndarray) -> np.ndarray:
     return np.arange(requests.shape[0], dtype=np.int64)
 
 
-@SETTINGS
-@given(clusters())
-def test_the_exact_search_places_the_optimum_and_rules_out_one_more(case):
+def _solved(case):
+    """(the validated problem, its optimum by naive.exhaustive), or None where every set is
+    empty (no replicas): nothing to place."""
     available, requests, replicas, masks, _ = case
     optimum, _ = naive.exhaustive(available, requests, replicas, masks, MAX_INT32)
     if optimum >= MAX_INT32:
-        return  # every set is empty (no replicas): nothing to place
-    p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
+        return None
+    return problem(available, requests, replicas, masks, MAX_INT32, in_place=False), optimum
+
+
+@SETTINGS
+@given(clusters())
+def test_the_exact_search_places_the_optimum_and_rules_out_one_more(case):
+    solved = _solved(case)
+    if solved is None:
+        return
+    (p, optimum), (available, requests, replicas, masks, _) = solved, case
     order = _given_order(requests)
     if optimum > 0:
         status, _, placement = exact.place_exactly(p.available, p.requests, p.replicas, p.masks, optimum, order, PLENTY)
@@ -43,12 +52,11 @@ def test_the_exact_search_places_the_optimum_and_rules_out_one_more(case):
 @SETTINGS
 @given(clusters())
 def test_the_answer_does_not_depend_on_the_component_order(case):
-    available, requests, replicas, masks, _ = case
-    optimum, _ = naive.exhaustive(available, requests, replicas, masks, MAX_INT32)
-    if optimum >= MAX_INT32:
+    solved = _solved(case)
+    if solved is None:
         return
-    p = problem(available, requests, replicas, masks, MAX_INT32, in_place=False)
-    reverse = _given_order(requests)[::-1].copy()
+    p, optimum = solved
+    reverse = _given_order(p.requests)[::-1].copy()
     for k in (optimum, optimum + 1):
         if k > 0:
             status, _, _ = exact.place_exactly(p.available, p.requests, p.replicas, p.masks, k, reverse, PLENTY)
